@@ -1,0 +1,352 @@
+//! Congestion control: the interface between the NIC and a CC algorithm.
+//!
+//! A CC algorithm sees a flow through events — ACK, NACK, CNP, RTT-probe
+//! reply, INT (carried by ACKs), its own timer, a retransmission timeout and
+//! each transmission — and acts by setting the flow's rate and/or window,
+//! arming its timer and asking for RTT probes. The NIC enforces what it sets:
+//! a per-flow pacer at `rate` and at most `window` unacknowledged bytes.
+//!
+//! Algorithms are variants of one enum, [`Cc`], so that dispatch on the hot
+//! path is a `match` rather than a virtual call. Each lives in its own file
+//! and implements [`CongestionControl`].
+
+mod fixed_rate;
+mod line_rate;
+
+pub use fixed_rate::FixedRate;
+pub use line_rate::LineRate;
+
+use crate::config::{CcConfig, ConfigError};
+use crate::packet::IntHop;
+use crate::units::Time;
+
+/// What a flow looks like to its CC: fixed facts about the path and the
+/// control variables the CC may change.
+#[derive(Clone, Debug)]
+pub struct FlowCtl {
+    /// Sending rate in bit/s (the NIC pacer's rate).
+    pub rate: f64,
+    /// Window: most unacknowledged bytes allowed (`u64::MAX` = none).
+    pub window: u64,
+    /// NIC line rate in bit/s.
+    pub line_rate: f64,
+    /// Lowest rate the NIC accepts.
+    pub min_rate: f64,
+    /// Base RTT of the flow's path (no queueing), in ps.
+    pub base_rtt: Time,
+    /// Bandwidth-delay product of the path at line rate, in bytes.
+    pub bdp: u64,
+    /// Payload bytes of a full data packet.
+    pub mtu: u32,
+    /// Switches on the path.
+    pub hops: u32,
+    /// Next byte to send.
+    pub snd_nxt: u64,
+    /// First unacknowledged byte.
+    pub snd_una: u64,
+    /// Bytes the flow will send in all (`u64::MAX` = unlimited).
+    pub size: u64,
+    /// Pending CC timer deadline, if any (set through [`CcCtx::set_timer`]).
+    pub timer: Option<Time>,
+    /// The CC asked for an RTT probe on the next transmission.
+    pub probe_requested: bool,
+    /// Data packets must collect INT records.
+    pub want_int: bool,
+}
+
+/// The handle a CC algorithm gets with every event.
+pub struct CcCtx<'a> {
+    /// Current simulated time.
+    pub now: Time,
+    /// The flow's control state.
+    pub flow: &'a mut FlowCtl,
+}
+
+impl CcCtx<'_> {
+    /// Sets the pacing rate, clamped to [min rate, line rate].
+    #[inline]
+    pub fn set_rate(&mut self, bps: f64) {
+        self.flow.rate = bps.clamp(self.flow.min_rate, self.flow.line_rate);
+    }
+    /// Current pacing rate in bit/s.
+    #[inline]
+    pub fn rate(&self) -> f64 {
+        self.flow.rate
+    }
+    /// Sets the window in bytes (at least one byte, so a flow can always probe).
+    #[inline]
+    pub fn set_window(&mut self, bytes: u64) {
+        self.flow.window = bytes.max(1);
+    }
+    /// Removes the window limit.
+    pub fn clear_window(&mut self) {
+        self.flow.window = u64::MAX;
+    }
+    /// Arms (or re-arms) the flow's single CC timer at `at`; an algorithm with
+    /// several timers arms the earliest and dispatches in `on_timer`.
+    #[inline]
+    pub fn set_timer(&mut self, at: Time) {
+        self.flow.timer = Some(at.max(self.now));
+    }
+    /// Disarms the CC timer.
+    pub fn cancel_timer(&mut self) {
+        self.flow.timer = None;
+    }
+    /// Asks for an RTT probe: it rides on the flow's next data packet (or goes
+    /// alone if the flow has nothing to send), and its reply raises `on_probe`.
+    pub fn request_probe(&mut self) {
+        self.flow.probe_requested = true;
+    }
+    /// Asks switches to append INT records to this flow's data packets.
+    pub fn request_int(&mut self) {
+        self.flow.want_int = true;
+    }
+}
+
+/// An acknowledgement as the sender sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct AckEvent<'a> {
+    /// Cumulative bytes acknowledged.
+    pub ack_seq: u64,
+    /// Bytes newly acknowledged by this ACK (0 for a duplicate).
+    pub newly_acked: u64,
+    /// The acknowledged packet was CE-marked (DCTCP ECE).
+    pub ecn_echo: bool,
+    /// Round-trip time of the acknowledged packet (from its echoed send time).
+    pub rtt: Time,
+    /// Switches the data packet crossed.
+    pub hops: u32,
+    /// INT records of the data packet's path, first hop first.
+    pub int: &'a [IntHop],
+}
+
+/// Statistics delivered with an RTT-probe reply, over the monitor interval
+/// since the previous reply.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProbeEvent {
+    /// RTT of the probe.
+    pub rtt: Time,
+    /// Bytes sent (wire bytes of data packets) in the interval.
+    pub bytes_sent: u64,
+    /// Data packets sent in the interval.
+    pub packets_sent: u64,
+    /// NACKs received in the interval.
+    pub nacks: u32,
+    /// CNPs received in the interval.
+    pub cnps: u32,
+    /// Rate at the time of the reply, bit/s.
+    pub rate: f64,
+    /// Width of the monitor interval.
+    pub interval: Time,
+}
+
+/// The interface every CC algorithm implements. Default methods do nothing,
+/// so an algorithm implements only the events it reacts to.
+pub trait CongestionControl {
+    /// The flow starts: set the initial rate/window, arm timers.
+    fn on_start(&mut self, _ctx: &mut CcCtx) {}
+    /// A data packet of `bytes` wire bytes was transmitted.
+    fn on_send(&mut self, _ctx: &mut CcCtx, _bytes: u32) {}
+    /// An ACK arrived.
+    fn on_ack(&mut self, _ctx: &mut CcCtx, _ack: &AckEvent) {}
+    /// A NACK arrived; the NIC has already gone back to `expected`.
+    fn on_nack(&mut self, _ctx: &mut CcCtx, _expected: u64) {}
+    /// A CNP arrived.
+    fn on_cnp(&mut self, _ctx: &mut CcCtx) {}
+    /// An RTT-probe reply arrived.
+    fn on_probe(&mut self, _ctx: &mut CcCtx, _probe: &ProbeEvent) {}
+    /// The CC timer fired.
+    fn on_timer(&mut self, _ctx: &mut CcCtx) {}
+    /// The retransmission timer expired; the NIC goes back to the first
+    /// unacknowledged byte.
+    fn on_timeout(&mut self, _ctx: &mut CcCtx) {}
+}
+
+/// Description of an algorithm parameter, for `ccgym list cc` and checks.
+#[derive(Clone, Debug)]
+pub struct ParamInfo {
+    /// Parameter name as written in a scenario.
+    pub name: &'static str,
+    /// Default value, as text.
+    pub default: &'static str,
+    /// What it means.
+    pub help: &'static str,
+}
+
+/// Description of an algorithm.
+#[derive(Clone, Debug)]
+pub struct CcInfo {
+    /// Name used in scenarios.
+    pub name: &'static str,
+    /// One line on what it is.
+    pub summary: &'static str,
+    /// Its parameters.
+    pub params: &'static [ParamInfo],
+}
+
+/// All CC algorithms the core knows.
+pub fn catalogue() -> Vec<CcInfo> {
+    vec![LineRate::info(), FixedRate::info()]
+}
+
+/// The CC state of one flow.
+#[derive(Clone, Debug)]
+pub enum Cc {
+    /// Always line rate, no window.
+    LineRate(LineRate),
+    /// A constant rate.
+    FixedRate(FixedRate),
+}
+
+/// Reads parameters of one algorithm from a [`CcConfig`], rejecting unknown names.
+pub struct Params<'a> {
+    cfg: &'a CcConfig,
+    field: &'a str,
+    known: &'static [ParamInfo],
+}
+
+impl<'a> Params<'a> {
+    /// Wraps `cfg`; `field` is its path in the scenario for error messages.
+    pub fn new(cfg: &'a CcConfig, field: &'a str, known: &'static [ParamInfo]) -> Result<Self, ConfigError> {
+        for key in cfg.params.keys() {
+            if !known.iter().any(|p| p.name == key) {
+                let names: Vec<_> = known.iter().map(|p| p.name).collect();
+                return Err(ConfigError::new(
+                    format!("{field}.{key}"),
+                    "",
+                    format!(
+                        "unknown parameter of `{}`; known: {}",
+                        cfg.algorithm,
+                        if names.is_empty() { "none".into() } else { names.join(", ") }
+                    ),
+                ));
+            }
+        }
+        Ok(Params { cfg, field, known })
+    }
+
+    fn raw(&self, name: &str) -> Option<&serde_json::Value> {
+        debug_assert!(self.known.iter().any(|p| p.name == name));
+        self.cfg.params.get(name)
+    }
+
+    /// A plain number parameter.
+    pub fn f64(&self, name: &str, default: f64) -> Result<f64, ConfigError> {
+        match self.raw(name) {
+            None => Ok(default),
+            Some(v) => v
+                .as_f64()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| ConfigError::new(format!("{}.{name}", self.field), v, "expected a number")),
+        }
+    }
+
+    /// A rate parameter (number in bit/s or string with unit).
+    pub fn rate(&self, name: &str, default: f64) -> Result<f64, ConfigError> {
+        match self.raw(name) {
+            None => Ok(default),
+            Some(v) => serde_json::from_value::<crate::units::Rate>(v.clone())
+                .map(|r| r.0 as f64)
+                .map_err(|e| ConfigError::new(format!("{}.{name}", self.field), v, e.to_string())),
+        }
+    }
+
+    /// A time parameter (number in seconds or string with unit).
+    pub fn time(&self, name: &str, default: Time) -> Result<Time, ConfigError> {
+        match self.raw(name) {
+            None => Ok(default),
+            Some(v) => serde_json::from_value::<crate::units::Duration>(v.clone())
+                .map(|d| d.0)
+                .map_err(|e| ConfigError::new(format!("{}.{name}", self.field), v, e.to_string())),
+        }
+    }
+
+    /// A size parameter (number in bytes or string with unit).
+    pub fn bytes(&self, name: &str, default: u64) -> Result<u64, ConfigError> {
+        match self.raw(name) {
+            None => Ok(default),
+            Some(v) => serde_json::from_value::<crate::units::Bytes>(v.clone())
+                .map(|d| d.0)
+                .map_err(|e| ConfigError::new(format!("{}.{name}", self.field), v, e.to_string())),
+        }
+    }
+
+    /// Error for parameter `name` holding a bad value.
+    pub fn bad(&self, name: &str, msg: &str) -> ConfigError {
+        let v = self.cfg.params.get(name).map(|v| v.to_string()).unwrap_or_default();
+        ConfigError::new(format!("{}.{name}", self.field), v, msg)
+    }
+}
+
+impl Cc {
+    /// Builds the CC of a flow from its configuration; `field` names the
+    /// configuration in errors.
+    pub fn from_config(cfg: &CcConfig, field: &str) -> Result<Cc, ConfigError> {
+        match cfg.algorithm.as_str() {
+            "line_rate" => Ok(Cc::LineRate(LineRate::from_params(&Params::new(cfg, field, LineRate::info().params)?)?)),
+            "fixed_rate" => {
+                Ok(Cc::FixedRate(FixedRate::from_params(&Params::new(cfg, field, FixedRate::info().params)?)?))
+            }
+            other => {
+                let names: Vec<_> = catalogue().iter().map(|c| c.name).collect();
+                Err(ConfigError::new(
+                    format!("{field}.algorithm"),
+                    format!("\"{other}\""),
+                    format!("unknown congestion control; known: {}", names.join(", ")),
+                ))
+            }
+        }
+    }
+
+    /// Name of the algorithm.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Cc::LineRate(_) => "line_rate",
+            Cc::FixedRate(_) => "fixed_rate",
+        }
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident, $cc:ident => $call:expr) => {
+        match $self {
+            Cc::LineRate($cc) => $call,
+            Cc::FixedRate($cc) => $call,
+        }
+    };
+}
+
+impl CongestionControl for Cc {
+    #[inline]
+    fn on_start(&mut self, ctx: &mut CcCtx) {
+        dispatch!(self, c => c.on_start(ctx))
+    }
+    #[inline]
+    fn on_send(&mut self, ctx: &mut CcCtx, bytes: u32) {
+        dispatch!(self, c => c.on_send(ctx, bytes))
+    }
+    #[inline]
+    fn on_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
+        dispatch!(self, c => c.on_ack(ctx, ack))
+    }
+    #[inline]
+    fn on_nack(&mut self, ctx: &mut CcCtx, expected: u64) {
+        dispatch!(self, c => c.on_nack(ctx, expected))
+    }
+    #[inline]
+    fn on_cnp(&mut self, ctx: &mut CcCtx) {
+        dispatch!(self, c => c.on_cnp(ctx))
+    }
+    #[inline]
+    fn on_probe(&mut self, ctx: &mut CcCtx, probe: &ProbeEvent) {
+        dispatch!(self, c => c.on_probe(ctx, probe))
+    }
+    #[inline]
+    fn on_timer(&mut self, ctx: &mut CcCtx) {
+        dispatch!(self, c => c.on_timer(ctx))
+    }
+    #[inline]
+    fn on_timeout(&mut self, ctx: &mut CcCtx) {
+        dispatch!(self, c => c.on_timeout(ctx))
+    }
+}

@@ -1,0 +1,477 @@
+//! The scenario: what a user writes in a TOML file, parsed and checked.
+//!
+//! Parsing is strict: unknown fields are errors, and every value that the
+//! simulator cannot use is rejected with a [`ConfigError`] that names the
+//! field and the value. Defaults follow the ADPG reference NIC simulator
+//! (`shared/specs/scenarios.md` section 1) where it has one.
+
+use crate::units::{Bytes, Duration, Rate};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A user mistake in a scenario: which field, which value, what is wrong.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigError {
+    /// Dotted path of the offending field, e.g. `workload[2].cdf`.
+    pub field: String,
+    /// The offending value as written (may be empty when a field is missing).
+    pub value: String,
+    /// What is wrong and, where possible, how to fix it.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// Builds an error for `field` holding `value`.
+    pub fn new(field: impl Into<String>, value: impl fmt::Display, message: impl Into<String>) -> Self {
+        ConfigError { field: field.into(), value: value.to_string(), message: message.into() }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        if self.value.is_empty() {
+            write!(f, "{}: {}", self.field, self.message)
+        } else {
+            write!(f, "{}: value {}: {}", self.field, self.value, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Shorthand for results of scenario checks.
+pub type CfgResult<T> = Result<T, ConfigError>;
+
+/// A whole scenario.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Human-readable name, copied into the results.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Seed of the one random generator of the run.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Simulated time to run.
+    pub duration: Duration,
+    /// Network shape, link rates and delays.
+    pub topology: TopologyConfig,
+    /// Switch buffers, queues, ECN, PFC, schedulers.
+    #[serde(default)]
+    pub switch: SwitchConfig,
+    /// Host NIC behaviour.
+    #[serde(default)]
+    pub host: HostConfig,
+    /// Packet sizes.
+    #[serde(default)]
+    pub packets: PacketConfig,
+    /// Default congestion control of every flow (workloads may override it).
+    #[serde(default)]
+    pub cc: CcConfig,
+    /// What to measure, and when.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+    /// Traffic sources; at least one.
+    #[serde(default)]
+    pub workload: Vec<WorkloadConfig>,
+}
+
+fn default_name() -> String {
+    "scenario".into()
+}
+fn default_seed() -> u64 {
+    1
+}
+
+/// Network shape. Which fields apply depends on `kind`; fields that do not
+/// apply to the chosen kind are rejected.
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyConfig {
+    /// `star` (one switch), `dumbbell`, `leaf_spine`, `fat_tree` or `custom`.
+    pub kind: String,
+    /// star: number of hosts on the switch.
+    pub hosts: Option<u32>,
+    /// Rate of host links (and of all links unless `fabric_rate` is given).
+    pub link_rate: Option<Rate>,
+    /// Propagation delay of every link unless overridden.
+    pub link_delay: Option<Duration>,
+    /// star: delay of the host -> switch direction (overrides `link_delay`).
+    pub uplink_delay: Option<Duration>,
+    /// star: delay of the switch -> host direction (overrides `link_delay`).
+    pub downlink_delay: Option<Duration>,
+    /// dumbbell: hosts on the left and right switch.
+    pub left: Option<u32>,
+    /// dumbbell: hosts on the right switch.
+    pub right: Option<u32>,
+    /// dumbbell: rate of the link between the two switches.
+    pub bottleneck_rate: Option<Rate>,
+    /// dumbbell: delay of the link between the two switches.
+    pub bottleneck_delay: Option<Duration>,
+    /// leaf_spine: number of leaf (top-of-rack) switches.
+    pub leaves: Option<u32>,
+    /// leaf_spine: number of spine switches.
+    pub spines: Option<u32>,
+    /// leaf_spine: hosts under each leaf.
+    pub hosts_per_leaf: Option<u32>,
+    /// leaf_spine / fat_tree: rate of switch-to-switch links.
+    pub fabric_rate: Option<Rate>,
+    /// leaf_spine / fat_tree: delay of switch-to-switch links.
+    pub fabric_delay: Option<Duration>,
+    /// fat_tree: the arity k (even); k^3/4 hosts.
+    pub k: Option<u32>,
+    /// custom: the nodes.
+    pub nodes: Option<Vec<NodeConfig>>,
+    /// custom: the links (full duplex).
+    pub links: Option<Vec<LinkConfig>>,
+}
+
+/// A node of a custom topology.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Unique name, used by links and flows.
+    pub name: String,
+    /// `host` or `switch`.
+    pub kind: String,
+}
+
+/// A full-duplex link of a custom topology.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Name of one end.
+    pub a: String,
+    /// Name of the other end.
+    pub b: String,
+    /// Rate in both directions (default: `topology.link_rate`).
+    pub rate: Option<Rate>,
+    /// Propagation delay in both directions (default: `topology.link_delay`).
+    pub delay: Option<Duration>,
+}
+
+/// Switch configuration, the same for every switch.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SwitchConfig {
+    /// Shared packet buffer of a switch.
+    pub buffer: Bytes,
+    /// Hard cap on the bytes of one queue (lossy classes).
+    pub queue_cap: Bytes,
+    /// Dynamic-threshold factor for lossy queues: a queue may hold at most
+    /// `dt_alpha` x free shared buffer. 0 disables the dynamic threshold.
+    pub dt_alpha: f64,
+    /// Queues per port; queue 0 carries control packets at strict priority.
+    pub queues: u8,
+    /// Scheduler among the data queues 1..: `strict`, `rr`, `wrr` or `drr`.
+    pub scheduler: String,
+    /// Weights of data queues 1.. (packets per round for wrr, quanta of
+    /// `quantum` bytes for drr).
+    pub weights: Vec<u32>,
+    /// DRR quantum per unit of weight.
+    pub quantum: Bytes,
+    /// ECN marking on data queues.
+    pub ecn: EcnConfig,
+    /// Priority flow control.
+    pub pfc: PfcConfig,
+    /// Put ACK/NACK into the control queue (otherwise they use the data class).
+    pub ack_high_priority: bool,
+    /// Per-packet INT header bytes added to data packets of flows that ask for INT.
+    pub int_header: u32,
+    /// Fixed forwarding latency of a switch.
+    pub latency: Duration,
+}
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
+            buffer: Bytes(32 * 1024 * 1024),
+            queue_cap: Bytes(10 * 1024 * 1024),
+            dt_alpha: 0.0,
+            queues: 2,
+            scheduler: "strict".into(),
+            weights: vec![],
+            quantum: Bytes(1500),
+            ecn: EcnConfig::default(),
+            pfc: PfcConfig::default(),
+            ack_high_priority: true,
+            int_header: 42,
+            latency: Duration(0),
+        }
+    }
+}
+
+/// RED-style ECN marking: probability 0 at `kmin`, rising linearly to `pmax`
+/// at `kmax`, 1 above `kmax`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EcnConfig {
+    /// Whether switches mark at all.
+    pub enabled: bool,
+    /// Queue length where marking starts.
+    pub kmin: Bytes,
+    /// Queue length where marking reaches `pmax`.
+    pub kmax: Bytes,
+    /// Marking probability at `kmax`.
+    pub pmax: f64,
+    /// `dequeue` (reference RDMA simulators) or `enqueue` (DCTCP paper).
+    pub at: String,
+}
+
+impl Default for EcnConfig {
+    fn default() -> Self {
+        EcnConfig {
+            enabled: true,
+            kmin: Bytes(150 * 1024),
+            kmax: Bytes(1500 * 1024),
+            pmax: 1.0,
+            at: "dequeue".into(),
+        }
+    }
+}
+
+/// Priority flow control (IEEE 802.1Qbb), HPCC-ns3 style dynamic thresholds.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PfcConfig {
+    /// Lossless fabric: pause upstream instead of dropping.
+    pub enabled: bool,
+    /// XOFF threshold factor: pause when an ingress queue's shared bytes
+    /// reach `alpha` x free shared buffer.
+    pub alpha: f64,
+    /// Headroom per ingress port; 0 means computed from the link
+    /// (2 x rate x delay + 2 MTU + 1 us of rate).
+    pub headroom: Bytes,
+    /// Bytes reserved for each (ingress port, class), outside the shared pool.
+    pub reserve: Bytes,
+    /// Hysteresis: resume when shared bytes + this are below the threshold.
+    pub resume_offset: Bytes,
+}
+
+impl Default for PfcConfig {
+    fn default() -> Self {
+        PfcConfig {
+            enabled: false,
+            alpha: 0.125,
+            headroom: Bytes(0),
+            reserve: Bytes(4096),
+            resume_offset: Bytes(3072),
+        }
+    }
+}
+
+/// Host NIC configuration, the same for every host.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostConfig {
+    /// Largest burst a flow may send when the NIC's round robin picks it.
+    pub burst: Bytes,
+    /// Send one ACK per `ack_every` data packets (1 = per packet); an ACK is
+    /// also sent for the last packet of a message.
+    pub ack_every: u32,
+    /// Minimum time between two CNPs of one flow; 0 disables CNPs.
+    pub cnp_interval: Duration,
+    /// Minimum time between two NACKs for the same expected sequence.
+    pub nack_interval: Duration,
+    /// Retransmission timeout (go back to the first unacknowledged byte).
+    pub rto: Duration,
+    /// Cap on unacknowledged bytes per flow (0 = no cap).
+    pub max_outstanding: Bytes,
+    /// Lowest rate a CC may set, as a fraction of the NIC line rate.
+    pub min_rate_fraction: f64,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            burst: Bytes(4096),
+            ack_every: 1,
+            cnp_interval: Duration(4 * crate::units::US),
+            nack_interval: Duration(500 * crate::units::US),
+            rto: Duration(50 * crate::units::MS),
+            max_outstanding: Bytes(640 * 1024),
+            min_rate_fraction: 64.0 / 1_048_576.0,
+        }
+    }
+}
+
+/// Packet sizes on the wire.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PacketConfig {
+    /// Payload bytes of a full data packet.
+    pub payload: u32,
+    /// Header bytes of a data packet.
+    pub header: u32,
+    /// Size of an ACK.
+    pub ack: u32,
+    /// Size of a NACK.
+    pub nack: u32,
+    /// Size of a CNP.
+    pub cnp: u32,
+    /// Size of an RTT probe and its reply.
+    pub probe: u32,
+    /// Size of a PFC pause frame.
+    pub pfc: u32,
+}
+
+impl Default for PacketConfig {
+    fn default() -> Self {
+        PacketConfig { payload: 1024, header: 48, ack: 64, nack: 64, cnp: 64, probe: 128, pfc: 64 }
+    }
+}
+
+/// Congestion control of a flow: the algorithm's name and its parameters.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct CcConfig {
+    /// Algorithm name (see `ccgym list cc`).
+    #[serde(default = "default_cc")]
+    pub algorithm: String,
+    /// Algorithm parameters; each algorithm checks its own.
+    #[serde(flatten)]
+    pub params: BTreeMap<String, serde_json::Value>,
+}
+
+fn default_cc() -> String {
+    "line_rate".into()
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        CcConfig { algorithm: default_cc(), params: BTreeMap::new() }
+    }
+}
+
+/// What to measure and when.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Collection window [start, end]; default: the whole run.
+    pub window: Option<[Duration; 2]>,
+    /// Period of the sampled time series (queue length, rates).
+    pub sample_interval: Duration,
+    /// Record per-flow throughput series: true, false or "auto" (on up to 1024 flows).
+    pub flow_series: serde_json::Value,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            window: None,
+            sample_interval: Duration(100 * crate::units::US),
+            flow_series: serde_json::Value::String("auto".into()),
+        }
+    }
+}
+
+/// A traffic source. Which fields apply depends on `kind`.
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    /// `long`, `flows`, `messages`, `poisson` or `incast`.
+    pub kind: String,
+    /// long: `many_to_one` or `all_to_all`.
+    pub pattern: Option<String>,
+    /// long/incast/messages: the receiving host.
+    pub receiver: Option<HostRef>,
+    /// long/incast/messages: sending hosts (default: all but the receiver).
+    pub senders: Option<Vec<HostRef>>,
+    /// long/messages: flows (queue pairs) per sending host.
+    pub flows_per_host: Option<u32>,
+    /// Start time, or [a, b] for a uniform random start per flow.
+    pub start: Option<StartTime>,
+    /// Time the sources stop offering new data.
+    pub stop: Option<Duration>,
+    /// long: bytes per flow (default: unlimited).
+    pub size: Option<Bytes>,
+    /// Traffic class (switch queue index, >= 1).
+    pub class: Option<u8>,
+    /// Congestion control of these flows (default: the scenario's `[cc]`).
+    pub cc: Option<CcConfig>,
+    /// flows: explicit flows.
+    pub flows: Option<Vec<FlowConfig>>,
+    /// messages/incast: number of messages or bursts.
+    pub count: Option<u32>,
+    /// messages/incast: time between messages or bursts.
+    pub period: Option<Duration>,
+    /// poisson: offered load as a fraction of host link rate.
+    pub load: Option<f64>,
+    /// poisson: flow-size CDF file (`size_bytes cumulative_probability` per line).
+    pub cdf: Option<String>,
+    /// poisson: `interpolate` (linear between points) or `step`.
+    pub sampling: Option<String>,
+    /// poisson: hosts taking part (default: all).
+    pub hosts: Option<Vec<HostRef>>,
+    /// poisson: cap on sampled flow sizes.
+    pub max_size: Option<Bytes>,
+    /// incast: number of senders drawn at random for each burst (instead of `senders`).
+    pub fan_in: Option<u32>,
+}
+
+/// An explicit flow.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// Sending host.
+    pub src: HostRef,
+    /// Receiving host.
+    pub dst: HostRef,
+    /// Bytes to send (default: unlimited until `stop`).
+    pub size: Option<Bytes>,
+    /// Start time.
+    #[serde(default)]
+    pub start: Duration,
+    /// Time the flow stops offering new data.
+    pub stop: Option<Duration>,
+    /// Traffic class (switch queue, >= 1).
+    pub class: Option<u8>,
+    /// Congestion control of this flow.
+    pub cc: Option<CcConfig>,
+}
+
+/// A host, by index (0-based) or by name (custom topologies).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum HostRef {
+    /// Host index.
+    Index(i64),
+    /// Host name.
+    Name(String),
+}
+
+impl fmt::Display for HostRef {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            HostRef::Index(i) => write!(f, "{i}"),
+            HostRef::Name(n) => write!(f, "\"{n}\""),
+        }
+    }
+}
+
+/// A start time: fixed, or drawn uniformly per flow from [a, b].
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum StartTime {
+    /// Every flow starts at this time.
+    At(Duration),
+    /// Each flow starts at a uniform random time in this range.
+    Uniform([Duration; 2]),
+}
+
+/// Parses a scenario from JSON text, naming the field of the first error.
+pub fn parse_scenario(json: &str) -> CfgResult<Scenario> {
+    let de = &mut serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let mut msg = inner.to_string();
+        // serde_json appends " at line L column C"; positions in machine-made
+        // JSON mean nothing to the user who wrote TOML.
+        if let Some(i) = msg.find(" at line ") {
+            msg.truncate(i);
+        }
+        let path = if path == "." { "scenario".to_string() } else { path };
+        ConfigError::new(path, "", msg)
+    })
+}

@@ -1,0 +1,39 @@
+//! # ccgym-sim
+//!
+//! A packet-level simulator of datacenter networks for congestion-control
+//! research: the core of ccgym, with no Python inside.
+//!
+//! Layers, bottom up:
+//! * [`units`] and [`engine`]: integer-picosecond time and the event queue;
+//! * [`packet`]: packets in a pool, referred to by index;
+//! * [`net`]: ports (queues, schedulers, ECN, wire) and switch memory (buffer, PFC);
+//! * [`host`]: NIC flows and the round-robin transmit scheduler;
+//! * [`cc`]: the congestion-control interface and algorithms;
+//! * [`topology`] and [`workload`]: what a scenario builds;
+//! * [`sim`]: the event handlers that tie it together; [`report`]: results.
+//!
+//! ```
+//! let json = r#"{"duration": "1ms", "topology": {"kind": "star", "hosts": 3},
+//!               "workload": [{"kind": "long", "receiver": 0}]}"#;
+//! let mut sim = ccgym_sim::Simulation::from_json(json, std::path::Path::new(".")).unwrap();
+//! sim.run_until(u64::MAX);
+//! let summary = sim.summary();
+//! assert!(summary["bottleneck"]["utilization"].as_f64().unwrap() > 0.9);
+//! ```
+
+pub mod cc;
+pub mod config;
+pub mod engine;
+pub mod host;
+pub mod metrics;
+pub mod net;
+pub mod packet;
+pub mod report;
+pub mod sim;
+pub mod topology;
+pub mod units;
+pub mod workload;
+
+pub use config::{ConfigError, Scenario};
+pub use report::{Column, Table};
+pub use sim::Simulation;

@@ -1,0 +1,108 @@
+//! Measurement helpers: histograms, percentiles and fairness indices.
+
+/// Histogram of positive durations (picoseconds) in logarithmic buckets,
+/// 16 per octave (about 4% resolution), from 1 ps to about 2^40 ps (1.1 s).
+#[derive(Clone, Debug)]
+pub struct LogHist {
+    counts: Vec<u64>,
+    /// Number of samples.
+    pub n: u64,
+    /// Sum of samples.
+    pub sum: f64,
+    /// Largest sample.
+    pub max: u64,
+}
+
+const PER_OCTAVE: f64 = 16.0;
+const BUCKETS: usize = 41 * 16;
+
+impl Default for LogHist {
+    fn default() -> Self {
+        LogHist { counts: vec![0; BUCKETS], n: 0, sum: 0.0, max: 0 }
+    }
+}
+
+impl LogHist {
+    /// Adds one sample.
+    #[inline]
+    pub fn add(&mut self, v: u64) {
+        let b = if v <= 1 { 0 } else { (((v as f64).log2() * PER_OCTAVE) as usize).min(BUCKETS - 1) };
+        self.counts[b] += 1;
+        self.n += 1;
+        self.sum += v as f64;
+        self.max = self.max.max(v);
+    }
+
+    /// Mean of the samples, or `None` without samples.
+    pub fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / self.n as f64)
+    }
+
+    /// Approximate quantile `q` in [0, 1] (bucket midpoint), or `None`.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.n == 0 {
+            return None;
+        }
+        let target = (q * self.n as f64).ceil().max(1.0) as u64;
+        let mut acc = 0;
+        for (b, &c) in self.counts.iter().enumerate() {
+            acc += c;
+            if acc >= target {
+                let lo = 2f64.powf(b as f64 / PER_OCTAVE);
+                let hi = 2f64.powf((b + 1) as f64 / PER_OCTAVE);
+                return Some((0.5 * (lo + hi)).min(self.max as f64));
+            }
+        }
+        Some(self.max as f64)
+    }
+}
+
+/// Exact quantile of a slice (sorted internally), linear interpolation.
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v: Vec<f64> = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let pos = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let i = pos.floor() as usize;
+    let frac = pos - i as f64;
+    Some(if i + 1 < v.len() { v[i] * (1.0 - frac) + v[i + 1] * frac } else { v[i] })
+}
+
+/// Jain's fairness index: (sum x)^2 / (n sum x^2); 1 is perfectly fair.
+pub fn jain(x: &[f64]) -> Option<f64> {
+    let s: f64 = x.iter().sum();
+    let s2: f64 = x.iter().map(|v| v * v).sum();
+    (!x.is_empty() && s2 > 0.0).then(|| s * s / (x.len() as f64 * s2))
+}
+
+/// Smallest over largest value; 1 is perfectly fair.
+pub fn min_max(x: &[f64]) -> Option<f64> {
+    let mx = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let mn = x.iter().cloned().fold(f64::INFINITY, f64::min);
+    (!x.is_empty() && mx > 0.0).then(|| mn / mx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fairness_indices() {
+        assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
+        assert!((jain(&[1.0, 0.0]).unwrap() - 0.5).abs() < 1e-12);
+        assert_eq!(min_max(&[2.0, 4.0]), Some(0.5));
+    }
+
+    #[test]
+    fn histogram_quantiles_are_close() {
+        let mut h = LogHist::default();
+        for v in 1..=10_000u64 {
+            h.add(v * 1000);
+        }
+        let p50 = h.quantile(0.5).unwrap();
+        assert!((p50 / 5_000_000.0 - 1.0).abs() < 0.05, "{p50}");
+        assert!((h.mean().unwrap() - 5_000_500.0).abs() < 1.0);
+    }
+}

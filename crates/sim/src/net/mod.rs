@@ -1,0 +1,5 @@
+//! Network elements: ports (queues, schedulers, ECN, wire) and switch memory
+//! (shared buffer, dynamic thresholds, PFC).
+
+pub mod port;
+pub mod switch;

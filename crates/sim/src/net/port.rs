@@ -1,0 +1,237 @@
+//! Ports: the transmitting end of a link, with its queues, scheduler, ECN
+//! marker and the packets on the wire.
+//!
+//! A link is two ports, one per direction. The packets a port has put on the
+//! wire arrive in order, so they wait in a FIFO and only the oldest has a
+//! pending arrival event: one event per port, however many packets fly.
+
+use crate::packet::PktId;
+use crate::units::Time;
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::VecDeque;
+
+/// RED-style ECN marking on the instantaneous queue length.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Red {
+    /// No marking at or below this many bytes.
+    pub kmin: u64,
+    /// Marking probability reaches `pmax` here; above it every packet is marked.
+    pub kmax: u64,
+    /// Marking probability at `kmax`.
+    pub pmax: f64,
+}
+
+impl Red {
+    /// Marking probability at queue length `q` bytes.
+    #[inline]
+    pub fn probability(&self, q: u64) -> f64 {
+        if q <= self.kmin {
+            0.0
+        } else if q > self.kmax {
+            1.0
+        } else if self.kmax == self.kmin {
+            self.pmax
+        } else {
+            self.pmax * (q - self.kmin) as f64 / (self.kmax - self.kmin) as f64
+        }
+    }
+
+    /// Decides whether to mark a packet seen at queue length `q`.
+    #[inline]
+    pub fn mark(&self, q: u64, rng: &mut Xoshiro256PlusPlus) -> bool {
+        let p = self.probability(q);
+        p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
+    }
+}
+
+/// One FIFO queue of a port.
+#[derive(Clone, Debug, Default)]
+pub struct Queue {
+    /// Packets waiting, oldest first.
+    pub pkts: VecDeque<PktId>,
+    /// Bytes waiting.
+    pub bytes: u64,
+    /// ECN marking, if enabled on this queue.
+    pub red: Option<Red>,
+    /// Scheduling weight (WRR packets per round, DRR quanta).
+    pub weight: u32,
+    /// DRR deficit / WRR credit left in the current round.
+    pub credit: u64,
+}
+
+/// How a port chooses among its data queues (queue 0 is always served first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedKind {
+    /// Lowest-index non-empty queue first.
+    Strict,
+    /// One packet per queue in turn.
+    RoundRobin,
+    /// Up to `weight` packets per queue per round.
+    Wrr,
+    /// Deficit round robin with quantum x weight bytes per round.
+    Drr,
+}
+
+/// Per-port counters.
+#[derive(Clone, Debug, Default)]
+pub struct PortStats {
+    /// Packets dropped at admission (all time).
+    pub drops: u64,
+    /// Bytes dropped (all time).
+    pub drop_bytes: u64,
+    /// Packets dropped inside the collection window.
+    pub win_drops: u64,
+    /// Bytes dropped inside the collection window.
+    pub win_drop_bytes: u64,
+    /// Packets ECN-marked (all time).
+    pub ecn_marks: u64,
+    /// Packets ECN-marked inside the window.
+    pub win_ecn_marks: u64,
+    /// PFC pause frames sent by this port upstream (all time).
+    pub pfc_pauses_sent: u64,
+    /// PFC pause frames sent inside the window.
+    pub win_pfc_pauses_sent: u64,
+    /// Time this port spent paused by its peer inside the window.
+    pub win_paused_time: Time,
+    /// Largest queue length seen (bytes, all queues).
+    pub max_queue: u64,
+    /// Queue latency of data packets dequeued in the window (histogram).
+    pub latency: crate::metrics::LogHist,
+    /// Transmitted bytes at window start / end (for utilisation).
+    pub tx_at_window: [u64; 2],
+}
+
+/// The transmitting end of one link direction.
+#[derive(Clone, Debug)]
+pub struct Port {
+    /// Node owning the port.
+    pub node: u32,
+    /// The port at the other end of the link.
+    pub peer: u32,
+    /// Rate in bit/s.
+    pub rate_bps: u64,
+    /// Propagation delay.
+    pub delay: Time,
+    /// Owned by a host NIC (data comes from the NIC's flow scheduler).
+    pub is_host: bool,
+    /// Queues; 0 is the strict-priority control queue.
+    pub queues: Vec<Queue>,
+    /// Bytes queued over all queues.
+    pub queued: u64,
+    /// Scheduler among data queues.
+    pub sched: SchedKind,
+    /// Queue the scheduler serves now (round-robin family).
+    pub sched_cur: usize,
+    /// The current queue has just been reached (WRR/DRR refill its credit).
+    pub sched_fresh: bool,
+    /// Bytes of credit one unit of DRR weight adds per round.
+    pub quantum: u64,
+    /// Whether ECN is evaluated at dequeue (true) or enqueue.
+    pub ecn_at_dequeue: bool,
+    /// Transmitter is serializing until this time.
+    pub busy_until: Time,
+    /// A `TxDone` event is pending.
+    pub tx_pending: bool,
+    /// Classes paused by the peer's PFC (bit per class).
+    pub paused: u8,
+    /// When each class got paused (for paused-time statistics).
+    pub paused_since: [Time; 8],
+    /// PFC frames to send before anything else.
+    pub pfc_out: VecDeque<PktId>,
+    /// Packets on the wire: (arrival time at the peer, packet).
+    pub wire: VecDeque<(Time, PktId)>,
+    /// Bytes transmitted so far.
+    pub tx_bytes: u64,
+    /// Counters.
+    pub stats: PortStats,
+}
+
+impl Port {
+    /// Whether class `c` is paused by the peer.
+    #[inline]
+    pub fn is_paused(&self, c: u8) -> bool {
+        c != 0 && self.paused & (1 << c) != 0
+    }
+
+    #[inline]
+    fn eligible(&self, q: usize) -> bool {
+        !self.queues[q].pkts.is_empty() && !self.is_paused(q as u8)
+    }
+
+    /// Chooses the queue to serve next, or `None` if nothing may be sent.
+    pub fn pick_queue(&mut self, size_of: impl Fn(PktId) -> u64) -> Option<usize> {
+        if !self.queues[0].pkts.is_empty() {
+            return Some(0);
+        }
+        let n = self.queues.len();
+        if n < 2 || !(1..n).any(|q| self.eligible(q)) {
+            return None;
+        }
+        let next = |i: usize| if i + 1 >= n { 1 } else { i + 1 };
+        match self.sched {
+            SchedKind::Strict => (1..n).find(|&q| self.eligible(q)),
+            SchedKind::RoundRobin => {
+                let mut i = self.sched_cur.max(1);
+                for _ in 0..n {
+                    i = next(i);
+                    if self.eligible(i) {
+                        self.sched_cur = i;
+                        return Some(i);
+                    }
+                }
+                None
+            }
+            SchedKind::Wrr => loop {
+                let i = self.sched_cur.max(1);
+                if self.eligible(i) {
+                    if self.sched_fresh {
+                        self.queues[i].credit = self.queues[i].weight.max(1) as u64;
+                        self.sched_fresh = false;
+                    }
+                    if self.queues[i].credit > 0 {
+                        self.queues[i].credit -= 1;
+                        return Some(i);
+                    }
+                }
+                self.sched_cur = next(i);
+                self.sched_fresh = true;
+            },
+            SchedKind::Drr => loop {
+                let i = self.sched_cur.max(1);
+                if self.eligible(i) {
+                    if self.sched_fresh {
+                        self.queues[i].credit += self.quantum * self.queues[i].weight.max(1) as u64;
+                        self.sched_fresh = false;
+                    }
+                    let head = size_of(*self.queues[i].pkts.front().expect("eligible queue is non-empty"));
+                    if head <= self.queues[i].credit {
+                        self.queues[i].credit -= head;
+                        return Some(i);
+                    }
+                } else if self.queues[i].pkts.is_empty() {
+                    self.queues[i].credit = 0;
+                }
+                self.sched_cur = next(i);
+                self.sched_fresh = true;
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn red_ramp() {
+        let r = Red { kmin: 100, kmax: 200, pmax: 0.5 };
+        assert_eq!(r.probability(100), 0.0);
+        assert!((r.probability(150) - 0.25).abs() < 1e-12);
+        assert_eq!(r.probability(201), 1.0);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let marks = (0..100_000).filter(|_| r.mark(150, &mut rng)).count();
+        assert!((marks as f64 / 1e5 - 0.25).abs() < 0.01);
+    }
+}

@@ -1,0 +1,174 @@
+//! Packets and the pool they live in.
+//!
+//! Packets are created and freed millions of times per simulated second, so
+//! they live in one pool and everything else refers to them by index.
+
+use crate::units::Time;
+
+/// Index of a packet in the [`PacketPool`].
+pub type PktId = u32;
+
+/// Maximum INT records a packet carries (HPCC uses at most 5 hops).
+pub const MAX_INT_HOPS: usize = 5;
+
+/// What a packet is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKind {
+    /// Application payload of a flow.
+    Data,
+    /// Cumulative acknowledgement from the receiver.
+    Ack,
+    /// Go-back-N request: the receiver saw a gap and expects `seq`.
+    Nack,
+    /// Congestion notification from the receiver (DCQCN NP).
+    Cnp,
+    /// Stand-alone RTT probe of a flow that had no data to carry it.
+    Probe,
+    /// The receiver's answer to an RTT probe.
+    ProbeReply,
+    /// PFC frame: pause (`pause = true`) or resume one class on the link.
+    Pfc,
+}
+
+/// One INT record, appended by a switch egress port to a data packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IntHop {
+    /// Egress link rate in bit/s.
+    pub rate_bps: u64,
+    /// Time the packet left the egress queue.
+    pub ts: Time,
+    /// Bytes the port had transmitted before this packet.
+    pub tx_bytes: u64,
+    /// Bytes queued at the port (all queues) after this packet left.
+    pub qlen: u64,
+}
+
+/// A packet. Control packets reuse the fields they need.
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// What the packet is.
+    pub kind: PacketKind,
+    /// Flow it belongs to (for PFC frames: unused).
+    pub flow: u32,
+    /// Source host index.
+    pub src: u32,
+    /// Destination host index.
+    pub dst: u32,
+    /// Data: first payload byte. Ack: cumulative bytes received. Nack: expected byte.
+    pub seq: u64,
+    /// Payload bytes (data only).
+    pub payload: u32,
+    /// Bytes on the wire.
+    pub size: u32,
+    /// Switch queue (traffic class) the packet uses.
+    pub class: u8,
+    /// Congestion experienced (set by a switch's ECN marking).
+    pub ce: bool,
+    /// Ack: the acknowledged data packet was CE-marked.
+    pub ecn_echo: bool,
+    /// Data: carries an RTT-probe request. Ack: acknowledges such a packet.
+    pub probe: bool,
+    /// Data: the flow wants INT records.
+    pub want_int: bool,
+    /// PFC: pause (true) or resume (false).
+    pub pause: bool,
+    /// Data: time the sender started transmitting it. Ack/ProbeReply: echo of it.
+    pub ts_tx: Time,
+    /// Enqueue time at the current switch queue (for queueing latency).
+    pub enq_time: Time,
+    /// Ingress port at the current switch (for buffer accounting and PFC).
+    pub in_port: u32,
+    /// Switches traversed so far (data); echoed in ACKs.
+    pub hops: u8,
+    /// Number of valid INT records.
+    pub n_int: u8,
+    /// INT records, one per switch egress.
+    pub int: [IntHop; MAX_INT_HOPS],
+    /// Buffer bytes charged at the current switch (released at dequeue).
+    pub charge: crate::net::switch::Charge,
+}
+
+impl Packet {
+    fn blank() -> Self {
+        Packet {
+            kind: PacketKind::Data,
+            flow: 0,
+            src: 0,
+            dst: 0,
+            seq: 0,
+            payload: 0,
+            size: 0,
+            class: 0,
+            ce: false,
+            ecn_echo: false,
+            probe: false,
+            want_int: false,
+            pause: false,
+            ts_tx: 0,
+            enq_time: 0,
+            in_port: 0,
+            hops: 0,
+            n_int: 0,
+            int: [IntHop::default(); MAX_INT_HOPS],
+            charge: Default::default(),
+        }
+    }
+}
+
+/// A free-list pool of packets.
+#[derive(Default)]
+pub struct PacketPool {
+    slots: Vec<Packet>,
+    free: Vec<PktId>,
+}
+
+impl PacketPool {
+    /// Takes a packet slot, reset to defaults except for the INT records
+    /// (guarded by `n_int`).
+    #[inline]
+    pub fn alloc(&mut self) -> PktId {
+        if let Some(id) = self.free.pop() {
+            let p = &mut self.slots[id as usize];
+            let int = p.int;
+            *p = Packet { int, ..Packet::blank() };
+            id
+        } else {
+            self.slots.push(Packet::blank());
+            (self.slots.len() - 1) as PktId
+        }
+    }
+
+    /// Returns a packet slot to the pool.
+    #[inline]
+    pub fn free(&mut self, id: PktId) {
+        self.free.push(id);
+    }
+
+    /// Packets currently allocated.
+    pub fn live(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// The packet with id `id`.
+    #[inline]
+    pub fn get(&self, id: PktId) -> &Packet {
+        &self.slots[id as usize]
+    }
+
+    /// The packet with id `id`, mutably.
+    #[inline]
+    pub fn get_mut(&mut self, id: PktId) -> &mut Packet {
+        &mut self.slots[id as usize]
+    }
+
+    /// Copies the INT stack of packet `from` into packet `to`.
+    pub fn copy_int(&mut self, from: PktId, to: PktId) {
+        let (n, int) = {
+            let p = &self.slots[from as usize];
+            (p.n_int, p.int)
+        };
+        let q = &mut self.slots[to as usize];
+        q.n_int = n;
+        q.int = int;
+    }
+}

@@ -1,0 +1,376 @@
+//! Results of a run: the summary (the papers' metrics) and the time series.
+
+use crate::metrics::{jain, min_max, quantile, LogHist};
+use crate::sim::Simulation;
+use crate::units::{ps_to_s, Time};
+use crate::workload::UNLIMITED;
+use serde_json::{json, Value};
+
+/// A column of a result table.
+#[derive(Clone, Debug)]
+pub enum Column {
+    /// Floating-point values.
+    F64(Vec<f64>),
+    /// Unsigned integers.
+    U64(Vec<u64>),
+    /// Text.
+    Str(Vec<String>),
+}
+
+/// A result table in long format.
+#[derive(Clone, Debug)]
+pub struct Table {
+    /// Table name (`ports`, `port_info`, `flows`, `flow_info`, `messages`).
+    pub name: &'static str,
+    /// Named columns of equal length.
+    pub columns: Vec<(&'static str, Column)>,
+}
+
+fn opt(v: Option<f64>) -> Value {
+    match v {
+        Some(x) if x.is_finite() => json!(x),
+        _ => Value::Null,
+    }
+}
+
+fn pcts(v: &[f64], scale: f64) -> Value {
+    let mean = (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    json!({
+        "mean": opt(mean.map(|m| m * scale)),
+        "p50": opt(quantile(v, 0.5).map(|m| m * scale)),
+        "p95": opt(quantile(v, 0.95).map(|m| m * scale)),
+        "p99": opt(quantile(v, 0.99).map(|m| m * scale)),
+    })
+}
+
+impl Simulation {
+    fn window_len(&self) -> Time {
+        let (a, b) = self.window();
+        b.min(self.now()).saturating_sub(a).max(1)
+    }
+
+    /// Utilisation of port `p` over the collection window.
+    pub fn port_utilization(&self, p: u32) -> f64 {
+        let pt = &self.ports[p as usize];
+        let end = if self.now() >= self.window().1 { pt.stats.tx_at_window[1] } else { pt.tx_bytes };
+        let bytes = end.saturating_sub(pt.stats.tx_at_window[0]);
+        bytes as f64 * 8.0 / (pt.rate_bps as f64 * ps_to_s(self.window_len()))
+    }
+
+    /// Queue-length samples of switch port index `i` (in `series.ports`) inside the window.
+    fn queue_samples(&self, i: usize) -> Vec<f64> {
+        let n = self.series.ports.len();
+        let (a, b) = self.window();
+        self.series
+            .times
+            .iter()
+            .enumerate()
+            .filter(|(_, &t)| t >= a && t <= b)
+            .map(|(k, _)| self.series.queue[k * n + i] as f64)
+            .collect()
+    }
+
+    /// Payload bytes flow `f` delivered in order inside the window, and the
+    /// time it was active there.
+    fn flow_window(&self, fid: usize) -> Option<(f64, f64)> {
+        let f = &self.flows[fid];
+        let (a, b) = self.window();
+        let b = b.min(self.now());
+        let start = f.start.max(a);
+        let end = f.finished.unwrap_or(b).min(f.stop.unwrap_or(b)).min(b);
+        if !f.started || end <= start {
+            return None;
+        }
+        let d0 = f.delivered_at_window[0].unwrap_or(0);
+        let d1 = if self.now() >= self.window().1 { f.delivered_at_window[1].unwrap_or(f.rcv_nxt) } else { f.rcv_nxt };
+        Some((d1.saturating_sub(d0) as f64, ps_to_s(end - start)))
+    }
+
+    /// The summary of the run so far.
+    pub fn summary(&self) -> Value {
+        let sc = &self.scenario;
+        let (wa, wb) = self.window();
+        // Bottleneck: the switch port that carried the most bytes in the window.
+        let mut best: Option<(u32, u64)> = None;
+        for &p in &self.series.ports {
+            let pt = &self.ports[p as usize];
+            let end = if self.now() >= wb { pt.stats.tx_at_window[1] } else { pt.tx_bytes };
+            let b = end.saturating_sub(pt.stats.tx_at_window[0]);
+            if best.is_none_or(|(_, bb)| b > bb) {
+                best = Some((p, b));
+            }
+        }
+        let mut ports_json = vec![];
+        let (mut drops, mut drop_bytes, mut marks, mut pauses) = (0u64, 0u64, 0u64, 0u64);
+        let mut latency_all = LogHist::default();
+        for (i, &p) in self.series.ports.iter().enumerate() {
+            let pt = &self.ports[p as usize];
+            let st = &pt.stats;
+            drops += st.win_drops;
+            drop_bytes += st.win_drop_bytes;
+            marks += st.win_ecn_marks;
+            pauses += st.win_pfc_pauses_sent;
+            if pt.tx_bytes == 0 && st.drops == 0 {
+                continue;
+            }
+            let _ = &mut latency_all;
+            let q = self.queue_samples(i);
+            ports_json.push(json!({
+                "id": p,
+                "name": self.port_name(p),
+                "utilization": self.port_utilization(p),
+                "queue_mean_kb": opt(q.iter().sum::<f64>().checked_div_len(q.len()).map(|v| v / 1e3)),
+                "queue_p99_kb": opt(quantile(&q, 0.99).map(|v| v / 1e3)),
+                "queue_max_kb": st.max_queue as f64 / 1e3,
+                "queue_latency_mean_us": opt(st.latency.mean().map(|v| v / 1e6)),
+                "queue_latency_p99_us": opt(st.latency.quantile(0.99).map(|v| v / 1e6)),
+                "drops_packets": st.win_drops,
+                "drops_bytes": st.win_drop_bytes,
+                "ecn_marks": st.win_ecn_marks,
+                "pfc_pauses": st.win_pfc_pauses_sent,
+                "paused_fraction": ps_to_s(self.ports[pt.peer as usize].stats.win_paused_time) / ps_to_s(self.window_len()),
+            }));
+        }
+        let bottleneck = best.map(|(p, _)| {
+            let i = self.series.ports.iter().position(|&x| x == p).expect("sampled port");
+            let pt = &self.ports[p as usize];
+            let q = self.queue_samples(i);
+            json!({
+                "port": self.port_name(p),
+                "id": p,
+                "utilization": self.port_utilization(p),
+                "queue_mean_kb": opt(q.iter().sum::<f64>().checked_div_len(q.len()).map(|v| v / 1e3)),
+                "queue_p99_kb": opt(quantile(&q, 0.99).map(|v| v / 1e3)),
+                "queue_max_kb": pt.stats.max_queue as f64 / 1e3,
+                "queue_latency_mean_us": opt(pt.stats.latency.mean().map(|v| v / 1e6)),
+                "queue_latency_p99_us": opt(pt.stats.latency.quantile(0.99).map(|v| v / 1e6)),
+            })
+        });
+        // Fairness over flows active in the window, and over sending hosts.
+        let mut rates = vec![];
+        let mut host_bytes = vec![0.0f64; self.topo.n_hosts as usize];
+        let mut host_active = vec![false; self.topo.n_hosts as usize];
+        for fid in 0..self.flows.len() {
+            if let Some((bytes, secs)) = self.flow_window(fid) {
+                rates.push(bytes * 8.0 / secs / 1e9);
+                let src = self.flows[fid].src as usize;
+                host_bytes[src] += bytes;
+                host_active[src] = true;
+            }
+        }
+        let host_rates: Vec<f64> = host_bytes.iter().zip(&host_active).filter(|(_, &a)| a).map(|(b, _)| *b).collect();
+        let mut fct = vec![];
+        let mut slow = vec![];
+        let mut completed = 0;
+        for f in &self.flows {
+            if let Some(t) = f.finished {
+                completed += 1;
+                if f.ctl.size != UNLIMITED && f.messages.is_empty() && f.ideal_fct > 0 && f.stop.is_none() {
+                    let d = (t - f.start) as f64;
+                    fct.push(d);
+                    slow.push(d / f.ideal_fct as f64);
+                }
+            }
+            for w in f.messages.windows(2) {
+                let _ = w;
+            }
+            let mut prev_end = 0;
+            for &(arr, end, done) in &f.messages {
+                if let Some(d) = done {
+                    fct.push((d - arr) as f64);
+                    let _ = prev_end;
+                }
+                prev_end = end;
+            }
+        }
+        let su = bottleneck.as_ref().and_then(|b| b["utilization"].as_f64());
+        let ql = bottleneck.as_ref().and_then(|b| b["queue_latency_mean_us"].as_f64());
+        let mean_rate = (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64);
+        json!({
+            "scenario": sc.name,
+            "seed": sc.seed,
+            "duration_s": ps_to_s(self.end()),
+            "simulated_s": ps_to_s(self.now()),
+            "window_s": [ps_to_s(wa), ps_to_s(wb)],
+            "events": self.event_count,
+            "packet_hops": self.packet_hops,
+            "bottleneck": bottleneck.unwrap_or(Value::Null),
+            "network": {
+                "drops_packets": drops,
+                "drops_bytes": drop_bytes,
+                "ecn_marks": marks,
+                "pfc_pauses": pauses,
+            },
+            "flows": {
+                "count": self.flows.len(),
+                "completed": completed,
+                "active_in_window": rates.len(),
+                "throughput_gbps_mean": opt(mean_rate),
+                "jain": opt(jain(&rates)),
+                "min_max": opt(min_max(&rates)),
+                "host_min_max": opt(min_max(&host_rates)),
+                "host_jain": opt(jain(&host_rates)),
+                "fct_us": pcts(&fct, 1e-6),
+                "slowdown": pcts(&slow, 1.0),
+                "retransmitted_bytes": self.flows.iter().map(|f| f.retx_bytes).sum::<u64>(),
+                "timeouts": self.flows.iter().map(|f| f.timeouts).sum::<u64>(),
+            },
+            "paper": {
+                "SU": opt(su.map(|v| v * 100.0)),
+                "FR": opt(min_max(&host_rates).map(|v| v * 100.0)),
+                "QL": opt(ql),
+                "drops_mb": drop_bytes as f64 / 1e6,
+            },
+            "conservation": {
+                "sent_bytes": self.cons.sent_bytes,
+                "delivered_bytes": self.cons.delivered_bytes,
+                "dropped_bytes": self.cons.dropped_bytes,
+                "in_flight_bytes": self.in_flight_data_bytes(),
+            },
+            "ports": ports_json,
+        })
+    }
+
+    /// The time series and per-port / per-flow tables.
+    pub fn tables(&self) -> Vec<Table> {
+        let s = &self.series;
+        let n = s.ports.len();
+        let active: Vec<usize> =
+            (0..n).filter(|&i| self.ports[s.ports[i] as usize].tx_bytes > 0).collect();
+        let mut t = vec![];
+        let mut id = vec![];
+        let mut q = vec![];
+        let mut g = vec![];
+        for (k, &time) in s.times.iter().enumerate() {
+            for &i in &active {
+                t.push(ps_to_s(time));
+                id.push(s.ports[i] as u64);
+                q.push(s.queue[k * n + i] as f64);
+                g.push(s.tx_gbps[k * n + i] as f64);
+            }
+        }
+        let ports = Table {
+            name: "ports",
+            columns: vec![
+                ("time_s", Column::F64(t)),
+                ("port_id", Column::U64(id)),
+                ("queue_bytes", Column::F64(q)),
+                ("tx_gbps", Column::F64(g)),
+            ],
+        };
+        let all: Vec<u32> = (0..self.ports.len() as u32).collect();
+        let port_info = Table {
+            name: "port_info",
+            columns: vec![
+                ("port_id", Column::U64(all.iter().map(|&p| p as u64).collect())),
+                ("name", Column::Str(all.iter().map(|&p| self.port_name(p)).collect())),
+                ("node", Column::U64(all.iter().map(|&p| self.ports[p as usize].node as u64).collect())),
+                ("rate_gbps", Column::F64(all.iter().map(|&p| self.ports[p as usize].rate_bps as f64 / 1e9).collect())),
+                ("utilization", Column::F64(all.iter().map(|&p| self.port_utilization(p)).collect())),
+                ("drops_packets", Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.drops).collect())),
+                ("ecn_marks", Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.ecn_marks).collect())),
+                ("pfc_pauses", Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.pfc_pauses_sent).collect())),
+            ],
+        };
+        let fl = &self.flows;
+        let nan = f64::NAN;
+        let flow_info = Table {
+            name: "flow_info",
+            columns: vec![
+                ("flow_id", Column::U64((0..fl.len() as u64).collect())),
+                ("src", Column::U64(fl.iter().map(|f| f.src as u64).collect())),
+                ("dst", Column::U64(fl.iter().map(|f| f.dst as u64).collect())),
+                ("size_bytes", Column::F64(fl.iter().map(|f| if f.ctl.size == UNLIMITED { nan } else { f.ctl.size as f64 }).collect())),
+                ("start_s", Column::F64(fl.iter().map(|f| ps_to_s(f.start)).collect())),
+                ("fct_s", Column::F64(fl.iter().map(|f| f.finished.map_or(nan, |t| ps_to_s(t - f.start))).collect())),
+                (
+                    "slowdown",
+                    Column::F64(
+                        fl.iter()
+                            .map(|f| match f.finished {
+                                Some(t) if f.ideal_fct > 0 => (t - f.start) as f64 / f.ideal_fct as f64,
+                                _ => nan,
+                            })
+                            .collect(),
+                    ),
+                ),
+                ("base_rtt_us", Column::F64(fl.iter().map(|f| f.ctl.base_rtt as f64 / 1e6).collect())),
+                ("min_rtt_us", Column::F64(fl.iter().map(|f| f.min_rtt.map_or(nan, |r| r as f64 / 1e6)).collect())),
+                ("delivered_bytes", Column::U64(fl.iter().map(|f| f.rcv_nxt).collect())),
+                ("sent_bytes", Column::U64(fl.iter().map(|f| f.sent_bytes).collect())),
+                ("retx_bytes", Column::U64(fl.iter().map(|f| f.retx_bytes).collect())),
+                ("nacks", Column::U64(fl.iter().map(|f| f.nacks).collect())),
+                ("cnps", Column::U64(fl.iter().map(|f| f.cnps).collect())),
+                ("timeouts", Column::U64(fl.iter().map(|f| f.timeouts).collect())),
+                (
+                    "window_gbps",
+                    Column::F64(
+                        (0..fl.len()).map(|i| self.flow_window(i).map_or(nan, |(b, s)| b * 8.0 / s / 1e9)).collect(),
+                    ),
+                ),
+            ],
+        };
+        let mut out = vec![ports, port_info, flow_info];
+        if s.flows_on && !fl.is_empty() {
+            let nf = fl.len();
+            let mut t = vec![];
+            let mut id = vec![];
+            let mut r = vec![];
+            for (k, &time) in s.times.iter().enumerate() {
+                for j in 0..nf {
+                    let f = &fl[j];
+                    if !f.started || f.start > time || f.finished.is_some_and(|d| d + self_interval(self) < time) {
+                        continue;
+                    }
+                    t.push(ps_to_s(time));
+                    id.push(j as u64);
+                    r.push(s.flow_gbps[k * nf + j] as f64);
+                }
+            }
+            out.push(Table {
+                name: "flows",
+                columns: vec![("time_s", Column::F64(t)), ("flow_id", Column::U64(id)), ("rate_gbps", Column::F64(r))],
+            });
+        }
+        let mut mf = vec![];
+        let mut ms = vec![];
+        let mut msz = vec![];
+        let mut mfct = vec![];
+        for (j, f) in fl.iter().enumerate() {
+            let mut prev = 0;
+            for &(arr, end, done) in &f.messages {
+                mf.push(j as u64);
+                ms.push(ps_to_s(arr));
+                msz.push(end - prev);
+                mfct.push(done.map_or(nan, |d| ps_to_s(d - arr)));
+                prev = end;
+            }
+        }
+        if !mf.is_empty() {
+            out.push(Table {
+                name: "messages",
+                columns: vec![
+                    ("flow_id", Column::U64(mf)),
+                    ("start_s", Column::F64(ms)),
+                    ("size_bytes", Column::U64(msz)),
+                    ("fct_s", Column::F64(mfct)),
+                ],
+            });
+        }
+        out
+    }
+}
+
+fn self_interval(sim: &Simulation) -> Time {
+    sim.scenario.metrics.sample_interval.0
+}
+
+trait CheckedDivLen {
+    fn checked_div_len(self, n: usize) -> Option<f64>;
+}
+
+impl CheckedDivLen for f64 {
+    fn checked_div_len(self, n: usize) -> Option<f64> {
+        (n > 0).then(|| self / n as f64)
+    }
+}

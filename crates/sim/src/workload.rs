@@ -1,0 +1,518 @@
+//! Workloads: turning the scenario's traffic sources into flows and the
+//! times at which their applications hand data to the NIC.
+//!
+//! All flows are generated when the simulation is built, from the run's one
+//! random generator, so a scenario and seed fix the traffic exactly.
+
+use crate::config::{CcConfig, CfgResult, ConfigError, HostRef, StartTime, WorkloadConfig};
+use crate::topology::Topology;
+use crate::units::{Time, SEC};
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::path::Path;
+
+/// Size meaning "unlimited": the flow sends until it is stopped.
+pub const UNLIMITED: u64 = u64::MAX;
+
+/// One flow (queue pair) to create.
+#[derive(Clone, Debug)]
+pub struct FlowSpec {
+    /// Sending host.
+    pub src: u32,
+    /// Receiving host.
+    pub dst: u32,
+    /// Total bytes ([`UNLIMITED`] for long-lived flows).
+    pub size: u64,
+    /// Start time.
+    pub start: Time,
+    /// Time after which the application offers no more data.
+    pub stop: Option<Time>,
+    /// Traffic class.
+    pub class: u8,
+    /// Congestion control.
+    pub cc: CcConfig,
+    /// Path of `cc` in the scenario, for error messages.
+    pub cc_field: String,
+    /// Extra messages: (arrival time, bytes) appended to the flow's data.
+    pub messages: Vec<(Time, u64)>,
+    /// Index of the workload entry that made it.
+    pub workload: u32,
+}
+
+/// A flow-size distribution read from a CDF file.
+#[derive(Clone, Debug)]
+pub struct Cdf {
+    points: Vec<(f64, f64)>,
+    step: bool,
+}
+
+impl Cdf {
+    /// Parses `size cumulative_probability` lines; `#` starts a comment.
+    pub fn parse(text: &str, step: bool, field: &str, path: &str) -> CfgResult<Cdf> {
+        let mut points = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let bad = |m: &str| ConfigError::new(field, format!("\"{path}\""), format!("line {}: {m}", i + 1));
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() != 2 {
+                return Err(bad("expected two columns: size_bytes cumulative_probability"));
+            }
+            let x: f64 = cols[0].parse().map_err(|_| bad("size is not a number"))?;
+            let c: f64 = cols[1].parse().map_err(|_| bad("probability is not a number"))?;
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(bad("size must be a non-negative number"));
+            }
+            if !(0.0..=1.0).contains(&c) {
+                return Err(bad("cumulative probability must be in [0, 1]"));
+            }
+            if let Some(&(px, pc)) = points.last() {
+                if x < px {
+                    return Err(bad(&format!("sizes must not decrease ({x} after {px})")));
+                }
+                if c < pc {
+                    return Err(bad(&format!("the CDF is not monotone ({c} after {pc})")));
+                }
+            }
+            points.push((x, c));
+        }
+        match points.last() {
+            None => Err(ConfigError::new(field, format!("\"{path}\""), "the CDF file has no points")),
+            Some(&(_, c)) if (c - 1.0).abs() > 1e-9 => {
+                Err(ConfigError::new(field, format!("\"{path}\""), format!("the last cumulative probability is {c}, not 1")))
+            }
+            _ => Ok(Cdf { points, step }),
+        }
+    }
+
+    /// Draws one size from uniform `u` in [0, 1).
+    pub fn sample(&self, u: f64) -> f64 {
+        let p = &self.points;
+        let i = p.partition_point(|&(_, c)| c < u);
+        if i >= p.len() {
+            return p[p.len() - 1].0;
+        }
+        if self.step || i == 0 {
+            return p[i].0;
+        }
+        let (x0, c0) = p[i - 1];
+        let (x1, c1) = p[i];
+        if c1 <= c0 {
+            x1
+        } else {
+            x0 + (x1 - x0) * (u - c0) / (c1 - c0)
+        }
+    }
+
+    /// Mean size under the chosen sampling convention.
+    pub fn mean(&self) -> f64 {
+        let p = &self.points;
+        let mut m = p[0].0 * p[0].1;
+        for w in p.windows(2) {
+            let dc = w[1].1 - w[0].1;
+            m += if self.step { w[1].0 * dc } else { 0.5 * (w[0].0 + w[1].0) * dc };
+        }
+        m
+    }
+}
+
+/// Context for resolving hosts and checking reachability.
+pub struct WorkloadBuilder<'a> {
+    topo: &'a Topology,
+    duration: Time,
+    default_cc: &'a CcConfig,
+    base_dir: &'a Path,
+    queues: u8,
+}
+
+fn host_ref(topo: &Topology, r: &HostRef, field: &str) -> CfgResult<u32> {
+    match r {
+        HostRef::Index(i) if *i >= 0 && (*i as u64) < topo.n_hosts as u64 => Ok(*i as u32),
+        HostRef::Index(i) => Err(ConfigError::new(
+            field,
+            i,
+            format!("no such host; hosts are numbered 0 to {}", topo.n_hosts - 1),
+        )),
+        HostRef::Name(n) => topo
+            .host_by_name(n)
+            .ok_or_else(|| ConfigError::new(field, format!("\"{n}\""), "no host of that name")),
+    }
+}
+
+impl<'a> WorkloadBuilder<'a> {
+    /// Prepares to build flows on `topo`.
+    pub fn new(topo: &'a Topology, duration: Time, default_cc: &'a CcConfig, base_dir: &'a Path, queues: u8) -> Self {
+        WorkloadBuilder { topo, duration, default_cc, base_dir, queues }
+    }
+
+    /// Builds every flow of every workload entry.
+    pub fn build(&self, workloads: &[WorkloadConfig], rng: &mut Xoshiro256PlusPlus) -> CfgResult<Vec<FlowSpec>> {
+        if workloads.is_empty() {
+            return Err(ConfigError::new("workload", "", "a scenario needs at least one [[workload]] entry"));
+        }
+        let mut flows = Vec::new();
+        for (i, w) in workloads.iter().enumerate() {
+            let f = format!("workload[{i}]");
+            let before = flows.len();
+            self.one(i as u32, &f, w, rng, &mut flows)?;
+            for fl in &flows[before..] {
+                if fl.src == fl.dst {
+                    return Err(ConfigError::new(format!("{f}"), fl.src, "a flow's source and destination are the same host"));
+                }
+                if !self.topo.reachable(fl.src, fl.dst) {
+                    return Err(ConfigError::new(
+                        format!("{f}"),
+                        format!("{} -> {}", fl.src, fl.dst),
+                        "destination host is unreachable from the source",
+                    ));
+                }
+            }
+        }
+        if flows.len() > 5_000_000 {
+            return Err(ConfigError::new("workload", flows.len(), "more than 5 million flows; shorten the run or lower the load"));
+        }
+        Ok(flows)
+    }
+
+    fn allowed(&self, f: &str, w: &WorkloadConfig, allowed: &[&str]) -> CfgResult<()> {
+        let present = [
+            ("pattern", w.pattern.is_some()),
+            ("receiver", w.receiver.is_some()),
+            ("senders", w.senders.is_some()),
+            ("flows_per_host", w.flows_per_host.is_some()),
+            ("start", w.start.is_some()),
+            ("stop", w.stop.is_some()),
+            ("size", w.size.is_some()),
+            ("flows", w.flows.is_some()),
+            ("count", w.count.is_some()),
+            ("period", w.period.is_some()),
+            ("load", w.load.is_some()),
+            ("cdf", w.cdf.is_some()),
+            ("sampling", w.sampling.is_some()),
+            ("hosts", w.hosts.is_some()),
+            ("max_size", w.max_size.is_some()),
+            ("fan_in", w.fan_in.is_some()),
+        ];
+        for (name, set) in present {
+            if set && !allowed.contains(&name) {
+                return Err(ConfigError::new(
+                    format!("{f}.{name}"),
+                    "",
+                    format!("does not apply to kind \"{}\" (it takes: {}, class, cc)", w.kind, allowed.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn class(&self, f: &str, c: Option<u8>) -> CfgResult<u8> {
+        let c = c.unwrap_or(1);
+        if c == 0 || c >= self.queues {
+            return Err(ConfigError::new(
+                format!("{f}.class"),
+                c,
+                format!("must be a data queue from 1 to {} (switch.queues = {}; queue 0 is for control)", self.queues - 1, self.queues),
+            ));
+        }
+        Ok(c)
+    }
+
+    fn time_in_run(&self, field: &str, t: Time) -> CfgResult<Time> {
+        if t > self.duration {
+            return Err(ConfigError::new(field, format!("{}s", t as f64 / SEC as f64), "is after the end of the run"));
+        }
+        Ok(t)
+    }
+
+    fn start(&self, f: &str, s: Option<StartTime>, rng: &mut Xoshiro256PlusPlus) -> CfgResult<Time> {
+        match s.unwrap_or(StartTime::At(crate::units::Duration(0))) {
+            StartTime::At(t) => self.time_in_run(&format!("{f}.start"), t.0),
+            StartTime::Uniform([a, b]) => {
+                if b.0 < a.0 {
+                    return Err(ConfigError::new(format!("{f}.start"), format!("[{}, {}]", a.0, b.0), "range end is before its start"));
+                }
+                self.time_in_run(&format!("{f}.start"), b.0)?;
+                Ok(if b.0 == a.0 { a.0 } else { rng.random_range(a.0..=b.0) })
+            }
+        }
+    }
+
+    fn senders(&self, f: &str, w: &WorkloadConfig, receiver: Option<u32>) -> CfgResult<Vec<u32>> {
+        match &w.senders {
+            Some(list) => {
+                if list.is_empty() {
+                    return Err(ConfigError::new(format!("{f}.senders"), "[]", "must name at least one host"));
+                }
+                list.iter().enumerate().map(|(j, r)| host_ref(self.topo, r, &format!("{f}.senders[{j}]"))).collect()
+            }
+            None => Ok((0..self.topo.n_hosts).filter(|&h| Some(h) != receiver).collect()),
+        }
+    }
+
+    fn cc(&self, f: &str, w: &Option<CcConfig>) -> (CcConfig, String) {
+        match w {
+            Some(c) => (c.clone(), format!("{f}.cc")),
+            None => (self.default_cc.clone(), "cc".into()),
+        }
+    }
+
+    fn count(&self, field: &str, v: Option<u32>, default: u32) -> CfgResult<u32> {
+        let v = v.unwrap_or(default);
+        if v == 0 {
+            return Err(ConfigError::new(field, v, "must be at least 1"));
+        }
+        Ok(v)
+    }
+
+    fn one(&self, idx: u32, f: &str, w: &WorkloadConfig, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<FlowSpec>) -> CfgResult<()> {
+        let class = self.class(f, w.class)?;
+        let (cc, cc_field) = self.cc(f, &w.cc);
+        let stop = match w.stop {
+            Some(t) => Some(self.time_in_run(&format!("{f}.stop"), t.0)?),
+            None => None,
+        };
+        let base = FlowSpec {
+            src: 0,
+            dst: 0,
+            size: UNLIMITED,
+            start: 0,
+            stop,
+            class,
+            cc,
+            cc_field,
+            messages: vec![],
+            workload: idx,
+        };
+        match w.kind.as_str() {
+            "long" => {
+                self.allowed(f, w, &["pattern", "receiver", "senders", "flows_per_host", "start", "stop", "size"])?;
+                let per = self.count(&format!("{f}.flows_per_host"), w.flows_per_host, 1)?;
+                let size = w.size.map(|s| s.0).unwrap_or(UNLIMITED);
+                if size == 0 {
+                    return Err(ConfigError::new(format!("{f}.size"), 0, "must be at least 1 byte"));
+                }
+                let pattern = w.pattern.as_deref().unwrap_or("many_to_one");
+                let pairs: Vec<(u32, u32)> = match pattern {
+                    "many_to_one" => {
+                        let r = host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), &format!("{f}.receiver"))?;
+                        self.senders(f, w, Some(r))?.into_iter().map(|s| (s, r)).collect()
+                    }
+                    "all_to_all" => {
+                        if w.receiver.is_some() {
+                            return Err(ConfigError::new(format!("{f}.receiver"), "", "does not apply to pattern \"all_to_all\""));
+                        }
+                        let hosts = self.senders(f, w, None)?;
+                        let mut v = vec![];
+                        for &a in &hosts {
+                            for &b in &hosts {
+                                if a != b {
+                                    v.push((a, b));
+                                }
+                            }
+                        }
+                        v
+                    }
+                    other => {
+                        return Err(ConfigError::new(
+                            format!("{f}.pattern"),
+                            format!("\"{other}\""),
+                            "unknown pattern; use many_to_one or all_to_all",
+                        ))
+                    }
+                };
+                for (s, d) in pairs {
+                    for _ in 0..per {
+                        let start = self.start(f, w.start, rng)?;
+                        out.push(FlowSpec { src: s, dst: d, size, start, ..base.clone() });
+                    }
+                }
+            }
+            "flows" => {
+                self.allowed(f, w, &["flows"])?;
+                let list = w.flows.as_ref().ok_or_else(|| ConfigError::new(format!("{f}.flows"), "", "is required for kind \"flows\""))?;
+                if list.is_empty() {
+                    return Err(ConfigError::new(format!("{f}.flows"), "[]", "must list at least one flow"));
+                }
+                for (j, fl) in list.iter().enumerate() {
+                    let ff = format!("{f}.flows[{j}]");
+                    let src = host_ref(self.topo, &fl.src, &format!("{ff}.src"))?;
+                    let dst = host_ref(self.topo, &fl.dst, &format!("{ff}.dst"))?;
+                    if src == dst {
+                        return Err(ConfigError::new(format!("{ff}.dst"), &fl.dst, "is the same host as src"));
+                    }
+                    let size = fl.size.map(|s| s.0).unwrap_or(UNLIMITED);
+                    if size == 0 {
+                        return Err(ConfigError::new(format!("{ff}.size"), 0, "must be at least 1 byte"));
+                    }
+                    let start = self.time_in_run(&format!("{ff}.start"), fl.start.0)?;
+                    let stop = match fl.stop {
+                        Some(t) => Some(self.time_in_run(&format!("{ff}.stop"), t.0)?),
+                        None => None,
+                    };
+                    let (cc, cc_field) = self.cc(&ff, &fl.cc);
+                    out.push(FlowSpec {
+                        src,
+                        dst,
+                        size,
+                        start,
+                        stop,
+                        class: self.class(&ff, fl.class.or(w.class))?,
+                        cc: if fl.cc.is_some() { cc } else { base.cc.clone() },
+                        cc_field: if fl.cc.is_some() { cc_field } else { base.cc_field.clone() },
+                        ..base.clone()
+                    });
+                }
+            }
+            "messages" => {
+                self.allowed(f, w, &["receiver", "senders", "flows_per_host", "start", "count", "period", "size"])?;
+                let r = host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), &format!("{f}.receiver"))?;
+                let per = self.count(&format!("{f}.flows_per_host"), w.flows_per_host, 1)?;
+                let count = self.count(&format!("{f}.count"), w.count, 1)?;
+                let size = w.size.map(|s| s.0).ok_or_else(|| ConfigError::new(format!("{f}.size"), "", "is required for kind \"messages\""))?;
+                if size == 0 {
+                    return Err(ConfigError::new(format!("{f}.size"), 0, "must be at least 1 byte"));
+                }
+                let period = w.period.map(|p| p.0).unwrap_or(0);
+                if count > 1 && period == 0 {
+                    return Err(ConfigError::new(format!("{f}.period"), 0, "must be positive when count > 1"));
+                }
+                for s in self.senders(f, w, Some(r))? {
+                    for _ in 0..per {
+                        let start = self.start(f, w.start, rng)?;
+                        let msgs: Vec<(Time, u64)> =
+                            (1..count).map(|k| (start + k as u64 * period, size)).filter(|&(t, _)| t < self.duration).collect();
+                        let total = size + msgs.iter().map(|m| m.1).sum::<u64>();
+                        out.push(FlowSpec { src: s, dst: r, size: total, start, messages: msgs, ..base.clone() });
+                    }
+                }
+            }
+            "poisson" => {
+                self.allowed(f, w, &["load", "cdf", "sampling", "hosts", "start", "stop", "max_size"])?;
+                self.poisson(f, w, base, rng, out)?;
+            }
+            "incast" => {
+                self.allowed(f, w, &["receiver", "senders", "fan_in", "size", "start", "count", "period"])?;
+                let r = host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), &format!("{f}.receiver"))?;
+                let size = w.size.map(|s| s.0).ok_or_else(|| ConfigError::new(format!("{f}.size"), "", "is required for kind \"incast\""))?;
+                if size == 0 {
+                    return Err(ConfigError::new(format!("{f}.size"), 0, "must be at least 1 byte"));
+                }
+                let count = self.count(&format!("{f}.count"), w.count, 1)?;
+                let period = w.period.map(|p| p.0).unwrap_or(0);
+                if count > 1 && period == 0 {
+                    return Err(ConfigError::new(format!("{f}.period"), 0, "must be positive when count > 1"));
+                }
+                let pool = self.senders(f, w, Some(r))?;
+                if let Some(k) = w.fan_in {
+                    if k == 0 || k as usize > pool.len() {
+                        return Err(ConfigError::new(format!("{f}.fan_in"), k, format!("must be from 1 to {} (the available senders)", pool.len())));
+                    }
+                }
+                let first = self.start(f, w.start, rng)?;
+                for b in 0..count {
+                    let t = first + b as u64 * period;
+                    if t >= self.duration {
+                        break;
+                    }
+                    let chosen: Vec<u32> = match w.fan_in {
+                        Some(k) => rand::seq::index::sample(rng, pool.len(), k as usize).into_iter().map(|i| pool[i]).collect(),
+                        None => pool.clone(),
+                    };
+                    for s in chosen {
+                        out.push(FlowSpec { src: s, dst: r, size, start: t, ..base.clone() });
+                    }
+                }
+            }
+            other => {
+                return Err(ConfigError::new(
+                    format!("{f}.kind"),
+                    format!("\"{other}\""),
+                    "unknown workload; use long, flows, messages, poisson or incast",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn poisson(&self, f: &str, w: &WorkloadConfig, base: FlowSpec, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<FlowSpec>) -> CfgResult<()> {
+        let load = w.load.ok_or_else(|| ConfigError::new(format!("{f}.load"), "", "is required for kind \"poisson\""))?;
+        if !(load > 0.0 && load <= 1.0) {
+            return Err(ConfigError::new(format!("{f}.load"), load, "must be in (0, 1]"));
+        }
+        let step = match w.sampling.as_deref().unwrap_or("interpolate") {
+            "interpolate" => false,
+            "step" => true,
+            other => {
+                return Err(ConfigError::new(format!("{f}.sampling"), format!("\"{other}\""), "use \"interpolate\" or \"step\""))
+            }
+        };
+        let cdf_field = format!("{f}.cdf");
+        let path_s = w.cdf.as_ref().ok_or_else(|| ConfigError::new(&cdf_field, "", "is required for kind \"poisson\""))?;
+        let path = self.base_dir.join(path_s);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| ConfigError::new(&cdf_field, format!("\"{path_s}\""), format!("cannot read the file: {e}")))?;
+        let cdf = Cdf::parse(&text, step, &cdf_field, path_s)?;
+        let cap = w.max_size.map(|s| s.0 as f64).unwrap_or(f64::INFINITY);
+        let mean = cdf.mean().min(cap).max(1.0);
+        let hosts: Vec<u32> = match &w.hosts {
+            Some(list) => list.iter().enumerate().map(|(j, r)| host_ref(self.topo, r, &format!("{f}.hosts[{j}]"))).collect::<CfgResult<_>>()?,
+            None => (0..self.topo.n_hosts).collect(),
+        };
+        if hosts.len() < 2 {
+            return Err(ConfigError::new(format!("{f}.hosts"), hosts.len(), "need at least 2 hosts"));
+        }
+        let start = match w.start {
+            None => 0,
+            Some(StartTime::At(t)) => self.time_in_run(&format!("{f}.start"), t.0)?,
+            Some(StartTime::Uniform(_)) => {
+                return Err(ConfigError::new(format!("{f}.start"), "[..]", "poisson takes one start time, not a range"))
+            }
+        };
+        let end = base.stop.unwrap_or(self.duration);
+        for &h in &hosts {
+            let port = self.topo.host_port(h);
+            let rate = self.topo.ports[port as usize].rate_bps as f64;
+            let mean_gap_s = mean * 8.0 / (rate * load);
+            let mut t = start as f64;
+            loop {
+                let u: f64 = rng.random();
+                t += -(1.0 - u).ln() * mean_gap_s * SEC as f64;
+                if t >= end as f64 {
+                    break;
+                }
+                let mut d = hosts[rng.random_range(0..hosts.len() - 1)];
+                if d == h {
+                    d = hosts[hosts.len() - 1];
+                }
+                let size = cdf.sample(rng.random::<f64>()).min(cap).round().max(1.0) as u64;
+                out.push(FlowSpec { src: h, dst: d, size, start: t as Time, stop: None, ..base.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cdf_conventions_have_the_documented_means() {
+        let text = "100 0.5\n200 0.5\n300 1.0\n";
+        let lin = Cdf::parse(text, false, "f", "p").unwrap();
+        let step = Cdf::parse(text, true, "f", "p").unwrap();
+        assert!((lin.mean() - (100.0 * 0.5 + 250.0 * 0.5)).abs() < 1e-9);
+        assert!((step.mean() - (100.0 * 0.5 + 300.0 * 0.5)).abs() < 1e-9);
+        assert_eq!(step.sample(0.7), 300.0);
+        assert!((lin.sample(0.75) - 250.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn non_monotone_cdf_is_rejected() {
+        let e = Cdf::parse("1 0.5\n2 0.4\n3 1\n", false, "workload[0].cdf", "x.txt").unwrap_err();
+        assert_eq!(e.field, "workload[0].cdf");
+        assert!(e.message.contains("not monotone"));
+    }
+}
