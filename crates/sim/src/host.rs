@@ -98,6 +98,8 @@ pub struct Flow {
     pub cnps: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// INT records carried by the last ACK (0 if the flow does not ask for INT).
+    pub last_int_hops: u8,
     /// Smallest RTT measured.
     pub min_rtt: Option<Time>,
     /// Highest byte ever sent (to count retransmissions).

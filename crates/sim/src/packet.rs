@@ -82,8 +82,9 @@ pub struct Packet {
     pub hops: u8,
     /// Number of valid INT records.
     pub n_int: u8,
-    /// INT records, one per switch egress.
-    pub int: [IntHop; MAX_INT_HOPS],
+    /// Slot of this packet's INT records in the pool's INT table (valid when `n_int > 0`
+    /// or `want_int`); kept out of line so packets without INT stay small.
+    pub int_slot: u32,
     /// Buffer bytes charged at the current switch (released at dequeue).
     pub charge: crate::net::switch::Charge,
 }
@@ -109,28 +110,30 @@ impl Packet {
             in_port: 0,
             hops: 0,
             n_int: 0,
-            int: [IntHop::default(); MAX_INT_HOPS],
+            int_slot: NO_INT,
             charge: Default::default(),
         }
     }
 }
 
-/// A free-list pool of packets.
+/// `int_slot` value of a packet without INT records.
+pub const NO_INT: u32 = u32::MAX;
+
+/// A free-list pool of packets, with a side table of INT stacks.
 #[derive(Default)]
 pub struct PacketPool {
     slots: Vec<Packet>,
     free: Vec<PktId>,
+    ints: Vec<[IntHop; MAX_INT_HOPS]>,
+    free_ints: Vec<u32>,
 }
 
 impl PacketPool {
-    /// Takes a packet slot, reset to defaults except for the INT records
-    /// (guarded by `n_int`).
+    /// Takes a packet slot, reset to defaults.
     #[inline]
     pub fn alloc(&mut self) -> PktId {
         if let Some(id) = self.free.pop() {
-            let p = &mut self.slots[id as usize];
-            let int = p.int;
-            *p = Packet { int, ..Packet::blank() };
+            self.slots[id as usize] = Packet::blank();
             id
         } else {
             self.slots.push(Packet::blank());
@@ -138,10 +141,43 @@ impl PacketPool {
         }
     }
 
-    /// Returns a packet slot to the pool.
+    /// Returns a packet slot (and its INT stack, if any) to the pool.
     #[inline]
     pub fn free(&mut self, id: PktId) {
+        let slot = self.slots[id as usize].int_slot;
+        if slot != NO_INT {
+            self.free_ints.push(slot);
+        }
         self.free.push(id);
+    }
+
+    /// Appends an INT record to packet `id` (ignored beyond [`MAX_INT_HOPS`]).
+    pub fn push_int(&mut self, id: PktId, hop: IntHop) {
+        let p = &mut self.slots[id as usize];
+        if p.n_int as usize >= MAX_INT_HOPS {
+            return;
+        }
+        if p.int_slot == NO_INT {
+            p.int_slot = match self.free_ints.pop() {
+                Some(s) => s,
+                None => {
+                    self.ints.push([IntHop::default(); MAX_INT_HOPS]);
+                    (self.ints.len() - 1) as u32
+                }
+            };
+        }
+        self.ints[p.int_slot as usize][p.n_int as usize] = hop;
+        p.n_int += 1;
+    }
+
+    /// INT records of packet `id`, first hop first.
+    pub fn int_records(&self, id: PktId) -> &[IntHop] {
+        let p = &self.slots[id as usize];
+        if p.n_int == 0 {
+            &[]
+        } else {
+            &self.ints[p.int_slot as usize][..p.n_int as usize]
+        }
     }
 
     /// Packets currently allocated.
@@ -161,14 +197,18 @@ impl PacketPool {
         &mut self.slots[id as usize]
     }
 
-    /// Copies the INT stack of packet `from` into packet `to`.
-    pub fn copy_int(&mut self, from: PktId, to: PktId) {
-        let (n, int) = {
-            let p = &self.slots[from as usize];
-            (p.n_int, p.int)
+    /// Moves the INT stack of packet `from` to packet `to` (the receiver echoes
+    /// a data packet's records in its ACK and then frees the data packet).
+    pub fn move_int(&mut self, from: PktId, to: PktId) {
+        let (n, slot) = {
+            let p = &mut self.slots[from as usize];
+            let r = (p.n_int, p.int_slot);
+            p.n_int = 0;
+            p.int_slot = NO_INT;
+            r
         };
         let q = &mut self.slots[to as usize];
         q.n_int = n;
-        q.int = int;
+        q.int_slot = slot;
     }
 }

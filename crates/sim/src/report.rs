@@ -1,6 +1,6 @@
 //! Results of a run: the summary (the papers' metrics) and the time series.
 
-use crate::metrics::{jain, min_max, quantile, LogHist};
+use crate::metrics::{jain, min_max, quantile};
 use crate::sim::Simulation;
 use crate::units::{ps_to_s, Time};
 use crate::workload::UNLIMITED;
@@ -102,7 +102,6 @@ impl Simulation {
         }
         let mut ports_json = vec![];
         let (mut drops, mut drop_bytes, mut marks, mut pauses) = (0u64, 0u64, 0u64, 0u64);
-        let mut latency_all = LogHist::default();
         for (i, &p) in self.series.ports.iter().enumerate() {
             let pt = &self.ports[p as usize];
             let st = &pt.stats;
@@ -113,7 +112,6 @@ impl Simulation {
             if pt.tx_bytes == 0 && st.drops == 0 {
                 continue;
             }
-            let _ = &mut latency_all;
             let q = self.queue_samples(i);
             ports_json.push(json!({
                 "id": p,
@@ -128,6 +126,7 @@ impl Simulation {
                 "drops_bytes": st.win_drop_bytes,
                 "ecn_marks": st.win_ecn_marks,
                 "pfc_pauses": st.win_pfc_pauses_sent,
+                "ecn_profile": ecn_profile_json(pt),
                 "paused_fraction": ps_to_s(self.ports[pt.peer as usize].stats.win_paused_time) / ps_to_s(self.window_len()),
             }));
         }
@@ -171,16 +170,11 @@ impl Simulation {
                     slow.push(d / f.ideal_fct as f64);
                 }
             }
-            for w in f.messages.windows(2) {
-                let _ = w;
-            }
-            let mut prev_end = 0;
-            for &(arr, end, done) in &f.messages {
+            // Each message of a message stream counts as one transfer.
+            for &(arr, _, done) in &f.messages {
                 if let Some(d) = done {
                     fct.push((d - arr) as f64);
-                    let _ = prev_end;
                 }
-                prev_end = end;
             }
         }
         let su = bottleneck.as_ref().and_then(|b| b["utilization"].as_f64());
@@ -359,6 +353,22 @@ impl Simulation {
         }
         out
     }
+}
+
+/// ECN profile of a port: per queue-length bin, [bin start in bytes, bin end,
+/// packets seen, packets marked] (empty without ECN).
+fn ecn_profile_json(pt: &crate::net::port::Port) -> Value {
+    let Some(red) = pt.queues.iter().find_map(|q| q.red) else { return json!([]) };
+    let span = (red.kmax + red.kmax / 4).max(1) as f64;
+    let n = crate::net::port::ECN_BINS as f64;
+    Value::Array(
+        pt.stats
+            .ecn_profile
+            .iter()
+            .enumerate()
+            .map(|(i, c)| json!([span * i as f64 / n, span * (i + 1) as f64 / n, c[0], c[1]]))
+            .collect(),
+    )
 }
 
 fn self_interval(sim: &Simulation) -> Time {

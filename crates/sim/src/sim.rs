@@ -14,7 +14,7 @@ use crate::engine::{Event, EventQueue};
 use crate::host::{Flow, Host, SchedState};
 use crate::net::port::{Port, PortStats, Queue, Red, SchedKind};
 use crate::net::switch::{Admit, Mmu};
-use crate::packet::{IntHop, PacketKind, PacketPool, PktId, MAX_INT_HOPS};
+use crate::packet::{IntHop, PacketKind, PacketPool, PktId};
 use crate::topology::{ecmp_index, NodeKind, Topology};
 use crate::units::{ser_time, Time, SEC, US};
 use crate::workload::{FlowSpec, WorkloadBuilder, UNLIMITED};
@@ -158,6 +158,7 @@ impl Simulation {
                     node: ps.node,
                     peer: ps.peer,
                     rate_bps: ps.rate_bps,
+                    ps_per_byte: if (8 * SEC) % ps.rate_bps == 0 { 8 * SEC / ps.rate_bps } else { 0 },
                     delay: ps.delay + if is_host { 0 } else { sw.latency.0 },
                     is_host,
                     queues: qs,
@@ -356,6 +357,7 @@ impl Simulation {
                 nacks: 0,
                 cnps: 0,
                 timeouts: 0,
+                last_int_hops: 0,
                 min_rtt: None,
                 max_sent: 0,
                 delivered_at_window: [None; 2],
@@ -472,7 +474,7 @@ impl Simulation {
     fn transmit(&mut self, port: u32, pid: PktId) {
         let size = self.pool.get(pid).size as u64;
         let pt = &mut self.ports[port as usize];
-        let ser = ser_time(size, pt.rate_bps);
+        let ser = if pt.ps_per_byte > 0 { size * pt.ps_per_byte } else { ser_time(size, pt.rate_bps) };
         pt.busy_until = self.now + ser;
         pt.tx_bytes += size;
         let arrival = self.now + ser + pt.delay;
@@ -620,16 +622,8 @@ impl Simulation {
                 p.in_port = in_port;
                 p.enq_time = now;
                 let pt = &mut self.ports[out as usize];
-                if kind == PacketKind::Data && !pt.ecn_at_dequeue {
-                    if let Some(red) = pt.queues[q].red {
-                        if red.mark(pt.queues[q].bytes, &mut self.rng) {
-                            self.pool.get_mut(pid).ce = true;
-                            pt.stats.ecn_marks += 1;
-                            if self.in_window {
-                                pt.stats.win_ecn_marks += 1;
-                            }
-                        }
-                    }
+                if kind == PacketKind::Data && !pt.ecn_at_dequeue && pt.ecn_decide(q, &mut self.rng, self.in_window) {
+                    self.pool.get_mut(pid).ce = true;
                 }
                 pt.queues[q].pkts.push_back(pid);
                 pt.queues[q].bytes += size;
@@ -667,23 +661,14 @@ impl Simulation {
             if self.in_window {
                 pt.stats.latency.add(now - enq_time);
             }
-            if pt.ecn_at_dequeue {
-                if let Some(red) = pt.queues[q].red {
-                    if red.mark(pt.queues[q].bytes, &mut self.rng) {
-                        self.pool.get_mut(pid).ce = true;
-                        pt.stats.ecn_marks += 1;
-                        if self.in_window {
-                            pt.stats.win_ecn_marks += 1;
-                        }
-                    }
-                }
+            if pt.ecn_at_dequeue && pt.ecn_decide(q, &mut self.rng, self.in_window) {
+                self.pool.get_mut(pid).ce = true;
             }
             let (rate, txb, qlen) = (pt.rate_bps, pt.tx_bytes, pt.queued);
-            let p = self.pool.get_mut(pid);
-            if want_int && (p.n_int as usize) < MAX_INT_HOPS {
-                p.int[p.n_int as usize] = IntHop { rate_bps: rate, ts: now, tx_bytes: txb, qlen };
-                p.n_int += 1;
+            if want_int {
+                self.pool.push_int(pid, IntHop { rate_bps: rate, ts: now, tx_bytes: txb, qlen });
             }
+            let p = self.pool.get_mut(pid);
             p.hops = p.hops.saturating_add(1);
         }
         let resume = if q == 0 {
@@ -1022,7 +1007,7 @@ impl Simulation {
             p.hops = hops;
             p.probe = probe;
             if n_int > 0 {
-                self.pool.copy_int(pid, a);
+                self.pool.move_int(pid, a);
             }
             self.send_control(h, a);
         }
@@ -1044,9 +1029,9 @@ impl Simulation {
 
     fn on_ack(&mut self, pid: PktId) {
         let now = self.now;
-        let (fid, seq, ecn, ts, hops, n_int) = {
+        let (fid, seq, ecn, ts, hops) = {
             let p = self.pool.get(pid);
-            (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops, p.n_int)
+            (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops)
         };
         let f = &mut self.flows[fid as usize];
         let rtt = now - ts;
@@ -1062,7 +1047,8 @@ impl Simulation {
         if f.finished.is_none() {
             let old_rate = f.ctl.rate;
             let old_timer = f.ctl.timer;
-            let int = &self.pool.get(pid).int[..n_int as usize];
+            let int = self.pool.int_records(pid);
+            f.last_int_hops = int.len() as u8;
             let ev = AckEvent { ack_seq: seq, newly_acked: newly, ecn_echo: ecn, rtt, hops: hops as u32, int };
             let mut ctx = CcCtx { now, flow: &mut f.ctl };
             f.cc.on_ack(&mut ctx, &ev);

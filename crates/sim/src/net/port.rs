@@ -100,7 +100,13 @@ pub struct PortStats {
     pub latency: crate::metrics::LogHist,
     /// Transmitted bytes at window start / end (for utilisation).
     pub tx_at_window: [u64; 2],
+    /// ECN profile inside the window: per queue-length bin (see [`ECN_BINS`]),
+    /// data packets that met the marker and packets it marked.
+    pub ecn_profile: Vec<[u64; 2]>,
 }
+
+/// Number of queue-length bins of the ECN profile; they span [0, 1.25 kmax].
+pub const ECN_BINS: usize = 20;
 
 /// The transmitting end of one link direction.
 #[derive(Clone, Debug)]
@@ -111,6 +117,9 @@ pub struct Port {
     pub peer: u32,
     /// Rate in bit/s.
     pub rate_bps: u64,
+    /// Serialization time per byte when it is a whole number of picoseconds
+    /// (0 otherwise), which spares a 128-bit division per packet.
+    pub ps_per_byte: u64,
     /// Propagation delay.
     pub delay: Time,
     /// Owned by a host NIC (data comes from the NIC's flow scheduler).
@@ -148,6 +157,29 @@ pub struct Port {
 }
 
 impl Port {
+    /// Runs the ECN marker of queue `q` for a data packet that sees the queue
+    /// at its current length; returns whether to mark it.
+    #[inline]
+    pub fn ecn_decide(&mut self, q: usize, rng: &mut Xoshiro256PlusPlus, in_window: bool) -> bool {
+        let Some(red) = self.queues[q].red else { return false };
+        let len = self.queues[q].bytes;
+        let mark = red.mark(len, rng);
+        if mark {
+            self.stats.ecn_marks += 1;
+        }
+        if in_window {
+            self.stats.win_ecn_marks += mark as u64;
+            if self.stats.ecn_profile.is_empty() {
+                self.stats.ecn_profile = vec![[0; 2]; ECN_BINS];
+            }
+            let span = (red.kmax + red.kmax / 4).max(1);
+            let bin = ((len as u128 * ECN_BINS as u128 / span as u128) as usize).min(ECN_BINS - 1);
+            self.stats.ecn_profile[bin][0] += 1;
+            self.stats.ecn_profile[bin][1] += mark as u64;
+        }
+        mark
+    }
+
     /// Whether class `c` is paused by the peer.
     #[inline]
     pub fn is_paused(&self, c: u8) -> bool {

@@ -1,0 +1,321 @@
+//! Behaviour of the simulator core, each shown by a real simulation.
+
+use ccgym_sim::Simulation;
+use serde_json::{json, Value};
+use std::path::Path;
+
+fn run(scenario: Value) -> Simulation {
+    let mut sim = Simulation::from_json(&scenario.to_string(), Path::new(".")).expect("valid scenario");
+    sim.run_until(u64::MAX);
+    sim
+}
+
+fn star(hosts: u32) -> Value {
+    json!({"kind": "star", "hosts": hosts, "link_rate": "100Gbps", "link_delay": "1us"})
+}
+
+#[test]
+fn single_flow_reaches_line_rate_and_measures_the_base_rtt() {
+    let sim = run(json!({
+        "duration": "5ms", "topology": star(2),
+        "metrics": {"window": ["1ms", "5ms"]},
+        "workload": [{"kind": "flows", "flows": [{"src": 1, "dst": 0}]}],
+    }));
+    let f = &sim.flows[0];
+    let goodput = (f.delivered_at_window[1].unwrap() - f.delivered_at_window[0].unwrap()) as f64 * 8.0 / 4e-3;
+    let net_line = 100e9 * 1024.0 / (1024.0 + 48.0);
+    assert!(goodput >= 0.99 * net_line, "goodput {goodput:.4e} < 99% of {net_line:.4e}");
+    // Base RTT from the topology: 1072-B data packet serialized twice (host, switch),
+    // 64-B ACK serialized twice, four 1 us propagation delays.
+    let expected = 4_000_000 + 2 * 85_760 + 2 * 5_120;
+    assert_eq!(f.ctl.base_rtt, expected);
+    assert_eq!(f.min_rtt, Some(expected));
+}
+
+fn conservation(sim: &Simulation) -> (u64, u64, u64, u64) {
+    let s = sim.summary();
+    let c = &s["conservation"];
+    let g = |k: &str| c[k].as_u64().unwrap();
+    (g("sent_bytes"), g("delivered_bytes"), g("dropped_bytes"), g("in_flight_bytes"))
+}
+
+#[test]
+fn bytes_are_conserved_mid_run_and_at_the_end() {
+    let scenario = json!({
+        "duration": "30ms", "topology": star(17),
+        "switch": {"queue_cap": "200KiB"},
+        "workload": [{"kind": "long", "receiver": 0, "size": "1MB"}],
+    });
+    let mut sim = Simulation::from_json(&scenario.to_string(), Path::new(".")).unwrap();
+    for t in [50_000_000u64, 333_333_333, 2_000_000_000, 30_000_000_000] {
+        sim.run_until(t);
+        let (sent, delivered, dropped, in_flight) = conservation(&sim);
+        assert!(sent > 0);
+        assert_eq!(sent, delivered + dropped + in_flight, "at t = {t} ps");
+    }
+    let (_, _, dropped, in_flight) = conservation(&sim);
+    assert!(dropped > 0, "the 200 KiB queue cap should drop");
+    assert_eq!(in_flight, 0);
+}
+
+fn poisson(seed: u64, cdf: &Path) -> Value {
+    json!({
+        "seed": seed, "duration": "2ms",
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4},
+        "workload": [{"kind": "poisson", "load": 0.5, "cdf": cdf.to_str().unwrap()}],
+    })
+}
+
+#[test]
+fn same_seed_same_result_other_seed_other_result() {
+    let dir = std::env::temp_dir().join(format!("ccgym-det-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cdf = dir.join("sizes.txt");
+    std::fs::write(&cdf, "# test sizes\n1000 0\n10000 0.5\n200000 0.9\n1000000 1\n").unwrap();
+    let a = run(poisson(7, &cdf));
+    let b = run(poisson(7, &cdf));
+    let c = run(poisson(8, &cdf));
+    assert_eq!(a.event_count, b.event_count);
+    assert_eq!(a.summary(), b.summary());
+    assert_ne!(a.summary()["flows"], c.summary()["flows"]);
+}
+
+fn incast64(pfc: bool) -> Value {
+    json!({
+        "duration": "60ms", "topology": star(65),
+        "switch": {"pfc": {"enabled": pfc}},
+        // Go-back-N recovers most losses by NACK; the timeout catches a flow
+        // whose whole window was lost (nothing left to trigger a NACK).
+        "host": {"rto": if pfc { "50ms" } else { "1ms" }},
+        "workload": [{"kind": "long", "receiver": 0, "size": "3MB"}],
+    })
+}
+
+#[test]
+fn lossless_incast_of_64_line_rate_senders_drops_nothing() {
+    let sim = run(incast64(true));
+    let s = sim.summary();
+    assert_eq!(sim.ports.iter().map(|p| p.stats.drops).sum::<u64>(), 0);
+    assert!(s["network"]["pfc_pauses"].as_u64().unwrap() > 0, "PFC should have paused the senders");
+    assert!(sim.flows.iter().all(|f| f.finished.is_some()), "every flow completes");
+    // The bottleneck stays busy: the last flow ends close to total bytes / line rate.
+    let last = sim.flows.iter().filter_map(|f| f.finished).max().unwrap() as f64 * 1e-12;
+    let ideal = 64.0 * 3e6 * (1024.0 + 48.0) / 1024.0 * 8.0 / 100e9;
+    assert!(last < 1.03 * ideal, "last completion {last:.5} s, ideal {ideal:.5} s");
+}
+
+#[test]
+fn lossy_incast_drops_and_go_back_n_delivers_every_byte() {
+    let sim = run(incast64(false));
+    let drops: u64 = sim.ports.iter().map(|p| p.stats.drops).sum();
+    assert!(drops > 0, "a 10 MiB queue cap under 40 MiB of outstanding data must drop");
+    for f in &sim.flows {
+        assert!(
+            f.finished.is_some(),
+            "flow {}->{} did not finish: una {} nxt {} rcv {} nacks {} timeouts {}",
+            f.src, f.dst, f.ctl.snd_una, f.ctl.snd_nxt, f.rcv_nxt, f.nacks, f.timeouts
+        );
+        assert_eq!(f.rcv_nxt, 3_000_000);
+        assert!(f.nacks > 0 || f.retx_bytes == 0);
+    }
+    assert!(sim.flows.iter().map(|f| f.retx_bytes).sum::<u64>() > 0);
+}
+
+/// Marked fraction against the configured ramp, with a 4-sigma binomial band.
+fn check_ecn_profile(profile: &Value, kmin: f64, kmax: f64, pmax: f64) -> u64 {
+    let mut seen_total = 0;
+    for bin in profile.as_array().unwrap() {
+        let (lo, hi) = (bin[0].as_f64().unwrap(), bin[1].as_f64().unwrap());
+        let (seen, marked) = (bin[2].as_u64().unwrap(), bin[3].as_u64().unwrap());
+        if seen < 200 {
+            continue;
+        }
+        seen_total += seen;
+        let p = |q: f64| if q <= kmin { 0.0 } else if q > kmax { 1.0 } else { pmax * (q - kmin) / (kmax - kmin) };
+        // The marker's probability varies across the bin; allow its range.
+        let (pl, ph) = (p(lo), p(hi).max(p(lo)));
+        let frac = marked as f64 / seen as f64;
+        let sigma = (0.25 / seen as f64).sqrt();
+        assert!(
+            frac >= pl - 4.0 * sigma && frac <= ph + 4.0 * sigma,
+            "queue [{lo:.0}, {hi:.0}) B: marked {frac:.4}, ramp gives [{pl:.4}, {ph:.4}]"
+        );
+    }
+    seen_total
+}
+
+#[test]
+fn ecn_marking_follows_the_configured_ramp() {
+    // Window-limited flows hold a standing queue of about n x window - BDP;
+    // several window sizes put it below, inside and above the ramp.
+    let (kmin, kmax, pmax) = (100_000.0, 400_000.0, 0.6);
+    let mut seen = 0;
+    for window in ["12KB", "20KB", "28KB", "36KB", "60KB"] {
+        let sim = run(json!({
+            "duration": "4ms", "topology": star(17),
+            "switch": {"ecn": {"kmin": kmin, "kmax": kmax, "pmax": pmax, "at": "enqueue"}},
+            "cc": {"algorithm": "fixed_rate", "rate": "100Gbps", "window": window},
+            "metrics": {"window": ["1ms", "4ms"]},
+            "workload": [{"kind": "long", "receiver": 0}],
+        }));
+        let s = sim.summary();
+        let port = s["bottleneck"]["id"].as_u64().unwrap();
+        let entry = s["ports"].as_array().unwrap().iter().find(|p| p["id"].as_u64() == Some(port)).unwrap();
+        seen += check_ecn_profile(&entry["ecn_profile"], kmin, kmax, pmax);
+    }
+    assert!(seen > 50_000);
+}
+
+fn weighted(scheduler: &str) -> Vec<f64> {
+    let sim = run(json!({
+        "duration": "6ms", "topology": star(4),
+        "switch": {"queues": 4, "scheduler": scheduler, "weights": [1, 2, 4], "quantum": 1500},
+        "metrics": {"window": ["2ms", "6ms"]},
+        "workload": [{"kind": "flows", "flows": [
+            {"src": 1, "dst": 0, "class": 1}, {"src": 2, "dst": 0, "class": 2}, {"src": 3, "dst": 0, "class": 3}]}],
+    }));
+    let bytes: Vec<f64> = sim
+        .flows
+        .iter()
+        .map(|f| (f.delivered_at_window[1].unwrap() - f.delivered_at_window[0].unwrap()) as f64)
+        .collect();
+    let total: f64 = bytes.iter().sum();
+    bytes.iter().map(|b| b / total).collect()
+}
+
+#[test]
+fn wrr_and_drr_weights_1_2_4_give_shares_1_2_4() {
+    for sched in ["wrr", "drr"] {
+        let shares = weighted(sched);
+        for (got, want) in shares.iter().zip([1.0 / 7.0, 2.0 / 7.0, 4.0 / 7.0]) {
+            assert!((got / want - 1.0).abs() < 0.02, "{sched}: shares {shares:?}");
+        }
+    }
+}
+
+#[test]
+fn ecmp_spreads_flows_over_all_equal_cost_paths() {
+    let sim = run(json!({
+        "duration": "1ms",
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 8,
+                     "fabric_rate": "400Gbps"},
+        "cc": {"algorithm": "fixed_rate", "rate": "20Mbps"},
+        "workload": [{"kind": "long", "pattern": "many_to_one", "receiver": 8,
+                      "senders": [0, 1, 2, 3, 4, 5, 6, 7], "flows_per_host": 4096}],
+    }));
+    let uplinks: Vec<f64> = (0..sim.ports.len() as u32)
+        .filter(|&p| sim.port_name(p).starts_with("leaf0->spine"))
+        .map(|p| sim.ports[p as usize].tx_bytes as f64)
+        .collect();
+    assert_eq!(uplinks.len(), 4);
+    let mean = uplinks.iter().sum::<f64>() / 4.0;
+    for u in &uplinks {
+        assert!((u / mean - 1.0).abs() < 0.04, "uplink bytes {uplinks:?}");
+    }
+}
+
+fn error_of(scenario: Value) -> String {
+    match Simulation::from_json(&scenario.to_string(), Path::new(".")) {
+        Ok(_) => panic!("scenario should be rejected: {scenario}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn base() -> Value {
+    json!({"duration": "1ms", "topology": star(4), "workload": [{"kind": "long", "receiver": 0}]})
+}
+
+fn with(path: &[&str], v: Value) -> Value {
+    let mut s = base();
+    let mut cur = &mut s;
+    for p in path {
+        cur = if let Ok(i) = p.parse::<usize>() { &mut cur[i] } else { &mut cur[*p] };
+    }
+    *cur = v;
+    s
+}
+
+#[test]
+fn bad_inputs_get_one_clear_error_naming_field_and_value() {
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (with(&["topology", "link_rat"], json!("1Gbps")), "topology", "unknown field `link_rat`"),
+        (with(&["topology", "link_rate"], json!("-5Gbps")), "topology.link_rate", "-5Gbps"),
+        (with(&["topology", "link_delay"], json!("3 parsecs")), "topology.link_delay", "unknown time unit"),
+        (with(&["workload", "0", "receiver"], json!(9)), "workload[0].receiver", "no such host"),
+        (with(&["switch", "ecn", "kmin"], json!("2MB")), "switch.ecn.kmin", "must not exceed kmax"),
+        (with(&["switch", "ecn", "pmax"], json!(1.5)), "switch.ecn.pmax", "probability"),
+        (with(&["switch"], json!({"buffer": 0, "pfc": {"enabled": true}})), "switch.buffer", "lossless"),
+        (with(&["topology", "kind"], json!("torus")), "topology.kind", "unknown topology"),
+        (with(&["topology", "k"], json!(4)), "topology.k", "does not apply"),
+        (with(&["cc", "algorithm"], json!("bbr9")), "cc.algorithm", "unknown congestion control"),
+        (with(&["cc"], json!({"algorithm": "fixed_rate", "speed": 1})), "cc.speed", "unknown parameter"),
+        (with(&["duration"], json!(0)), "duration", "must be positive"),
+        (with(&["metrics", "window"], json!(["2ms", "1ms"])), "metrics.window", "start must be before end"),
+        (with(&["workload", "0", "flows_per_host"], json!(0)), "workload[0].flows_per_host", "at least 1"),
+        (with(&["workload", "0", "class"], json!(3)), "workload[0].class", "data queue"),
+        (with(&["switch", "weights"], json!([1, 2])), "switch.weights", "one weight per data queue"),
+        (
+            with(&["workload", "0"], json!({"kind": "poisson", "load": 1.7, "cdf": "x.txt"})),
+            "workload[0].load",
+            "(0, 1]",
+        ),
+        (
+            with(&["workload", "0"], json!({"kind": "poisson", "load": 0.5, "cdf": "/nonexistent/cdf.txt"})),
+            "workload[0].cdf",
+            "cannot read",
+        ),
+        (
+            with(&["workload", "0"], json!({"kind": "flows", "flows": [{"src": 1, "dst": 1}]})),
+            "workload[0].flows[0].dst",
+            "same host",
+        ),
+        (
+            json!({"duration": "1ms",
+                   "topology": {"kind": "custom",
+                                "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"},
+                                          {"name": "s1", "kind": "switch"}, {"name": "s2", "kind": "switch"}],
+                                "links": [{"a": "a", "b": "s1"}, {"a": "b", "b": "s2"}]},
+                   "workload": [{"kind": "flows", "flows": [{"src": "a", "dst": "b"}]}]}),
+            "workload[0]",
+            "unreachable",
+        ),
+        (with(&["topology", "hosts"], json!(-3)), "topology.hosts", "invalid value"),
+    ];
+    assert!(cases.len() >= 12);
+    for (scenario, field, text) in cases {
+        let e = error_of(scenario);
+        assert!(e.starts_with(field), "error `{e}` should start with `{field}`");
+        assert!(e.contains(text), "error `{e}` should mention `{text}`");
+    }
+}
+
+#[test]
+fn non_monotone_cdf_file_is_rejected_with_its_line() {
+    let dir = std::env::temp_dir().join(format!("ccgym-cdf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cdf = dir.join("bad.txt");
+    std::fs::write(&cdf, "100 0.2\n200 0.1\n300 1\n").unwrap();
+    let e = error_of(with(
+        &["workload", "0"],
+        json!({"kind": "poisson", "load": 0.5, "cdf": cdf.to_str().unwrap()}),
+    ));
+    assert!(e.starts_with("workload[0].cdf") && e.contains("line 2") && e.contains("not monotone"), "{e}");
+}
+
+#[test]
+fn int_records_reach_the_sender_with_one_record_per_switch() {
+    // A flow that asks for INT crosses two switches on a dumbbell.
+    let scenario = json!({
+        "duration": "200us",
+        "topology": {"kind": "dumbbell", "left": 1, "right": 1},
+        "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "100KB"}]}],
+    });
+    let mut sim = Simulation::from_json(&scenario.to_string(), Path::new(".")).unwrap();
+    sim.flows[0].ctl.want_int = true;
+    sim.run_until(u64::MAX);
+    let f = &sim.flows[0];
+    assert!(f.finished.is_some());
+    assert_eq!(f.last_int_hops, 2);
+    // Data packets grew by the INT header, so more bytes went out than without INT.
+    assert!(f.sent_bytes >= 100_000 + 98 * (48 + 42));
+}
