@@ -15,8 +15,18 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::Instant;
 
-create_exception!(_sim, ScenarioError, PyValueError, "A scenario the simulator cannot run; the message names the field and the value.");
-create_exception!(_sim, InternalError, PyRuntimeError, "A bug inside the simulator (please report it with the scenario).");
+create_exception!(
+    _sim,
+    ScenarioError,
+    PyValueError,
+    "A scenario the simulator cannot run; the message names the field and the value."
+);
+create_exception!(
+    _sim,
+    InternalError,
+    PyRuntimeError,
+    "A bug inside the simulator (please report it with the scenario)."
+);
 
 fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = e.downcast_ref::<&str>() {
@@ -132,9 +142,12 @@ impl Simulation {
     }
 }
 
+/// A parameter of a CC algorithm: (name, default, help).
+type ParamRow = (String, String, String);
+
 /// Names, summaries and parameters of the built-in CC algorithms.
 #[pyfunction]
-fn cc_catalogue() -> Vec<(String, String, Vec<(String, String, String)>)> {
+fn cc_catalogue() -> Vec<(String, String, Vec<ParamRow>)> {
     ccgym_sim::cc::catalogue()
         .into_iter()
         .map(|c| {

@@ -23,7 +23,13 @@ fn main() {
             "metrics": {{"flow_series": false}}}}"#,
         hosts + 1
     );
-    eprintln!("sizeof Flow {} Packet {} Port {} Event {}", std::mem::size_of::<ccgym_sim::host::Flow>(), std::mem::size_of::<ccgym_sim::packet::Packet>(), std::mem::size_of::<ccgym_sim::net::port::Port>(), std::mem::size_of::<ccgym_sim::engine::Event>());
+    eprintln!(
+        "sizeof Flow {} Packet {} Port {} Event {}",
+        std::mem::size_of::<ccgym_sim::host::Flow>(),
+        std::mem::size_of::<ccgym_sim::packet::Packet>(),
+        std::mem::size_of::<ccgym_sim::net::port::Port>(),
+        std::mem::size_of::<ccgym_sim::engine::Event>()
+    );
     let t0 = Instant::now();
     let mut sim = ccgym_sim::Simulation::from_json(&json, std::path::Path::new(".")).expect("scenario");
     let setup = t0.elapsed().as_secs_f64();

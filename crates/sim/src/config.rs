@@ -221,13 +221,7 @@ pub struct EcnConfig {
 
 impl Default for EcnConfig {
     fn default() -> Self {
-        EcnConfig {
-            enabled: true,
-            kmin: Bytes(150 * 1024),
-            kmax: Bytes(1500 * 1024),
-            pmax: 1.0,
-            at: "dequeue".into(),
-        }
+        EcnConfig { enabled: true, kmin: Bytes(150 * 1024), kmax: Bytes(1500 * 1024), pmax: 1.0, at: "dequeue".into() }
     }
 }
 
@@ -251,13 +245,7 @@ pub struct PfcConfig {
 
 impl Default for PfcConfig {
     fn default() -> Self {
-        PfcConfig {
-            enabled: false,
-            alpha: 0.125,
-            headroom: Bytes(0),
-            reserve: Bytes(4096),
-            resume_offset: Bytes(3072),
-        }
+        PfcConfig { enabled: false, alpha: 0.125, headroom: Bytes(0), reserve: Bytes(4096), resume_offset: Bytes(3072) }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Measurement helpers: histograms, percentiles and fairness indices.
 
-/// Histogram of positive durations (picoseconds) in logarithmic buckets,
-/// 16 per octave (about 4% resolution), from 1 ps to about 2^40 ps (1.1 s).
+/// Histogram of durations (picoseconds) in logarithmic buckets, 16 per
+/// octave (about 4% resolution), up to 2^48 ps (about 280 s).
 #[derive(Clone, Debug)]
 pub struct LogHist {
     counts: Vec<u64>,
@@ -13,8 +13,18 @@ pub struct LogHist {
     pub max: u64,
 }
 
-const PER_OCTAVE: f64 = 16.0;
-const BUCKETS: usize = 41 * 16;
+const BUCKETS: usize = 48 * 16;
+
+/// Value range [lo, hi) of histogram bucket `b`.
+fn bucket_bounds(b: usize) -> (f64, f64) {
+    if b < 16 {
+        return (b as f64, b as f64 + 1.0);
+    }
+    let octave = b / 16;
+    let sub = (b % 16) as f64;
+    let unit = 2f64.powi(octave as i32 - 4);
+    ((16.0 + sub) * unit, (17.0 + sub) * unit)
+}
 
 impl Default for LogHist {
     fn default() -> Self {
@@ -26,7 +36,14 @@ impl LogHist {
     /// Adds one sample.
     #[inline]
     pub fn add(&mut self, v: u64) {
-        let b = if v <= 1 { 0 } else { (((v as f64).log2() * PER_OCTAVE) as usize).min(BUCKETS - 1) };
+        // Octave from the leading bit, then the next 4 bits: 16 buckets per octave.
+        let b = if v < 16 {
+            v as usize
+        } else {
+            let octave = 63 - v.leading_zeros() as usize;
+            let sub = ((v >> (octave - 4)) & 15) as usize;
+            (octave * 16 + sub).min(BUCKETS - 1)
+        };
         self.counts[b] += 1;
         self.n += 1;
         self.sum += v as f64;
@@ -48,8 +65,7 @@ impl LogHist {
         for (b, &c) in self.counts.iter().enumerate() {
             acc += c;
             if acc >= target {
-                let lo = 2f64.powf(b as f64 / PER_OCTAVE);
-                let hi = 2f64.powf((b + 1) as f64 / PER_OCTAVE);
+                let (lo, hi) = bucket_bounds(b);
                 return Some((0.5 * (lo + hi)).min(self.max as f64));
             }
         }

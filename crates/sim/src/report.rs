@@ -229,8 +229,7 @@ impl Simulation {
     pub fn tables(&self) -> Vec<Table> {
         let s = &self.series;
         let n = s.ports.len();
-        let active: Vec<usize> =
-            (0..n).filter(|&i| self.ports[s.ports[i] as usize].tx_bytes > 0).collect();
+        let active: Vec<usize> = (0..n).filter(|&i| self.ports[s.ports[i] as usize].tx_bytes > 0).collect();
         let mut t = vec![];
         let mut id = vec![];
         let mut q = vec![];
@@ -263,7 +262,10 @@ impl Simulation {
                 ("utilization", Column::F64(all.iter().map(|&p| self.port_utilization(p)).collect())),
                 ("drops_packets", Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.drops).collect())),
                 ("ecn_marks", Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.ecn_marks).collect())),
-                ("pfc_pauses", Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.pfc_pauses_sent).collect())),
+                (
+                    "pfc_pauses",
+                    Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.pfc_pauses_sent).collect()),
+                ),
             ],
         };
         let fl = &self.flows;
@@ -274,7 +276,12 @@ impl Simulation {
                 ("flow_id", Column::U64((0..fl.len() as u64).collect())),
                 ("src", Column::U64(fl.iter().map(|f| f.src as u64).collect())),
                 ("dst", Column::U64(fl.iter().map(|f| f.dst as u64).collect())),
-                ("size_bytes", Column::F64(fl.iter().map(|f| if f.ctl.size == UNLIMITED { nan } else { f.ctl.size as f64 }).collect())),
+                (
+                    "size_bytes",
+                    Column::F64(
+                        fl.iter().map(|f| if f.ctl.size == UNLIMITED { nan } else { f.ctl.size as f64 }).collect(),
+                    ),
+                ),
                 ("start_s", Column::F64(fl.iter().map(|f| ps_to_s(f.start)).collect())),
                 ("fct_s", Column::F64(fl.iter().map(|f| f.finished.map_or(nan, |t| ps_to_s(t - f.start))).collect())),
                 (
@@ -311,8 +318,7 @@ impl Simulation {
             let mut id = vec![];
             let mut r = vec![];
             for (k, &time) in s.times.iter().enumerate() {
-                for j in 0..nf {
-                    let f = &fl[j];
+                for (j, f) in fl.iter().enumerate() {
                     if !f.started || f.start > time || f.finished.is_some_and(|d| d + self_interval(self) < time) {
                         continue;
                     }

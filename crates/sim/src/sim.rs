@@ -158,7 +158,7 @@ impl Simulation {
                     node: ps.node,
                     peer: ps.peer,
                     rate_bps: ps.rate_bps,
-                    ps_per_byte: if (8 * SEC) % ps.rate_bps == 0 { 8 * SEC / ps.rate_bps } else { 0 },
+                    ps_per_byte: if (8 * SEC).is_multiple_of(ps.rate_bps) { 8 * SEC / ps.rate_bps } else { 0 },
                     delay: ps.delay + if is_host { 0 } else { sw.latency.0 },
                     is_host,
                     queues: qs,
@@ -292,11 +292,8 @@ impl Simulation {
                     .sum();
                 first_trip + ser_time(wire - first, min_rate) + back
             };
-            let first_msg = if s.messages.is_empty() {
-                s.size
-            } else {
-                s.size - s.messages.iter().map(|m| m.1).sum::<u64>()
-            };
+            let first_msg =
+                if s.messages.is_empty() { s.size } else { s.size - s.messages.iter().map(|m| m.1).sum::<u64>() };
             let mut messages = Vec::new();
             if !s.messages.is_empty() {
                 let mut end = first_msg;
@@ -480,8 +477,13 @@ impl Simulation {
         let arrival = self.now + ser + pt.delay;
         let first = pt.wire.is_empty();
         pt.wire.push_back((arrival, pid));
-        pt.tx_pending = true;
-        self.events.push(self.now + ser, Event::TxDone { port });
+        // A switch port with nothing else to send needs no wake-up when this
+        // packet ends; a later arrival arms one (see `try_send`). ACK paths
+        // are mostly like this, which saves an event per hop there.
+        if pt.is_host || pt.queued > 0 || !pt.pfc_out.is_empty() {
+            pt.tx_pending = true;
+            self.events.push(self.now + ser, Event::TxDone { port });
+        }
         if first {
             self.events.push(arrival, Event::Arrive { port });
         }
@@ -489,8 +491,13 @@ impl Simulation {
     }
 
     fn try_send(&mut self, port: u32) {
-        let pt = &self.ports[port as usize];
-        if pt.tx_pending || pt.busy_until > self.now {
+        let pt = &mut self.ports[port as usize];
+        if pt.tx_pending {
+            return;
+        }
+        if pt.busy_until > self.now {
+            pt.tx_pending = true;
+            self.events.push(pt.busy_until, Event::TxDone { port });
             return;
         }
         if pt.is_host {
@@ -804,12 +811,10 @@ impl Simulation {
         };
         self.cc_event(fid, |cc, ctx| cc.on_send(ctx, size));
         let f = &self.flows[fid as usize];
-        if burst_end || !f.can_send(self.max_outstanding) {
-            if self.hosts[h as usize].current == Some(fid) {
-                self.hosts[h as usize].current = None;
-                self.flows[fid as usize].sched = SchedState::Idle;
-                self.schedule_flow(fid);
-            }
+        if (burst_end || !f.can_send(self.max_outstanding)) && self.hosts[h as usize].current == Some(fid) {
+            self.hosts[h as usize].current = None;
+            self.flows[fid as usize].sched = SchedState::Idle;
+            self.schedule_flow(fid);
         }
     }
 
@@ -1391,7 +1396,11 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         return e("metrics.sample_interval", &"0", "must be positive");
     }
     if sc.duration.0 / m.sample_interval.0 > 2_000_000 {
-        return e("metrics.sample_interval", &m.sample_interval.0, "gives more than 2 million samples; use a longer interval");
+        return e(
+            "metrics.sample_interval",
+            &m.sample_interval.0,
+            "gives more than 2 million samples; use a longer interval",
+        );
     }
     match &m.flow_series {
         serde_json::Value::Bool(_) => {}

@@ -369,8 +369,10 @@ impl Topology {
 }
 
 fn build_custom(b: &mut Builder, cfg: &TopologyConfig, rate: u64, delay: Time) -> CfgResult<()> {
-    let nodes = cfg.nodes.as_ref().ok_or_else(|| ConfigError::new("topology.nodes", "", "is required for kind \"custom\""))?;
-    let links = cfg.links.as_ref().ok_or_else(|| ConfigError::new("topology.links", "", "is required for kind \"custom\""))?;
+    let nodes =
+        cfg.nodes.as_ref().ok_or_else(|| ConfigError::new("topology.nodes", "", "is required for kind \"custom\""))?;
+    let links =
+        cfg.links.as_ref().ok_or_else(|| ConfigError::new("topology.links", "", "is required for kind \"custom\""))?;
     let mut ids = HashMap::new();
     // Hosts first so that host index = node id.
     for pass in ["host", "switch"] {
@@ -386,7 +388,11 @@ fn build_custom(b: &mut Builder, cfg: &TopologyConfig, rate: u64, delay: Time) -
                 continue;
             }
             if ids.contains_key(&n.name) {
-                return Err(ConfigError::new(format!("topology.nodes[{i}].name"), format!("\"{}\"", n.name), "duplicate node name"));
+                return Err(ConfigError::new(
+                    format!("topology.nodes[{i}].name"),
+                    format!("\"{}\"", n.name),
+                    "duplicate node name",
+                ));
             }
             let id = if pass == "host" { b.host(n.name.clone()) } else { b.switch(n.name.clone()) };
             ids.insert(n.name.clone(), id);
@@ -396,10 +402,18 @@ fn build_custom(b: &mut Builder, cfg: &TopologyConfig, rate: u64, delay: Time) -
         return Err(ConfigError::new("topology.nodes", "", "a custom topology needs at least 2 hosts"));
     }
     for (i, l) in links.iter().enumerate() {
-        let a = *ids.get(&l.a).ok_or_else(|| ConfigError::new(format!("topology.links[{i}].a"), format!("\"{}\"", l.a), "no node of that name"))?;
-        let bb = *ids.get(&l.b).ok_or_else(|| ConfigError::new(format!("topology.links[{i}].b"), format!("\"{}\"", l.b), "no node of that name"))?;
+        let a = *ids.get(&l.a).ok_or_else(|| {
+            ConfigError::new(format!("topology.links[{i}].a"), format!("\"{}\"", l.a), "no node of that name")
+        })?;
+        let bb = *ids.get(&l.b).ok_or_else(|| {
+            ConfigError::new(format!("topology.links[{i}].b"), format!("\"{}\"", l.b), "no node of that name")
+        })?;
         if a == bb {
-            return Err(ConfigError::new(format!("topology.links[{i}].b"), format!("\"{}\"", l.b), "a link must join two different nodes"));
+            return Err(ConfigError::new(
+                format!("topology.links[{i}].b"),
+                format!("\"{}\"", l.b),
+                "a link must join two different nodes",
+            ));
         }
         let r = l.rate.map(|r| r.0).unwrap_or(rate);
         let d = l.delay.map(|d| d.0).unwrap_or(delay);

@@ -91,7 +91,8 @@ fn to_ps(ps: f64) -> Result<Time, String> {
 
 /// Parses a rate such as "100Gbps", "40 Mbps", "1e9" (bit/s) into bit/s.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
-    let (v, unit) = split_number(s).ok_or_else(|| "expected a number with a unit (bps, Kbps, Mbps, Gbps, Tbps)".to_string())?;
+    let (v, unit) =
+        split_number(s).ok_or_else(|| "expected a number with a unit (bps, Kbps, Mbps, Gbps, Tbps)".to_string())?;
     let scale = match unit.to_ascii_lowercase().as_str() {
         "" | "bps" | "b/s" => 1.0,
         "kbps" | "kb/s" | "k" => 1e3,
@@ -105,7 +106,8 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
 
 /// Parses a size such as "10MiB", "150KiB", "1KB", "1500" into bytes.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let (v, unit) = split_number(s).ok_or_else(|| "expected a number with a unit (B, KB, KiB, MB, MiB, GB, GiB)".to_string())?;
+    let (v, unit) =
+        split_number(s).ok_or_else(|| "expected a number with a unit (B, KB, KiB, MB, MiB, GB, GiB)".to_string())?;
     let scale = match unit {
         "" | "B" => 1.0,
         "KB" | "kB" => 1e3,

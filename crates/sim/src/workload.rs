@@ -80,9 +80,11 @@ impl Cdf {
         }
         match points.last() {
             None => Err(ConfigError::new(field, format!("\"{path}\""), "the CDF file has no points")),
-            Some(&(_, c)) if (c - 1.0).abs() > 1e-9 => {
-                Err(ConfigError::new(field, format!("\"{path}\""), format!("the last cumulative probability is {c}, not 1")))
-            }
+            Some(&(_, c)) if (c - 1.0).abs() > 1e-9 => Err(ConfigError::new(
+                field,
+                format!("\"{path}\""),
+                format!("the last cumulative probability is {c}, not 1"),
+            )),
             _ => Ok(Cdf { points, step }),
         }
     }
@@ -130,14 +132,12 @@ pub struct WorkloadBuilder<'a> {
 fn host_ref(topo: &Topology, r: &HostRef, field: &str) -> CfgResult<u32> {
     match r {
         HostRef::Index(i) if *i >= 0 && (*i as u64) < topo.n_hosts as u64 => Ok(*i as u32),
-        HostRef::Index(i) => Err(ConfigError::new(
-            field,
-            i,
-            format!("no such host; hosts are numbered 0 to {}", topo.n_hosts - 1),
-        )),
-        HostRef::Name(n) => topo
-            .host_by_name(n)
-            .ok_or_else(|| ConfigError::new(field, format!("\"{n}\""), "no host of that name")),
+        HostRef::Index(i) => {
+            Err(ConfigError::new(field, i, format!("no such host; hosts are numbered 0 to {}", topo.n_hosts - 1)))
+        }
+        HostRef::Name(n) => {
+            topo.host_by_name(n).ok_or_else(|| ConfigError::new(field, format!("\"{n}\""), "no host of that name"))
+        }
     }
 }
 
@@ -159,11 +159,15 @@ impl<'a> WorkloadBuilder<'a> {
             self.one(i as u32, &f, w, rng, &mut flows)?;
             for fl in &flows[before..] {
                 if fl.src == fl.dst {
-                    return Err(ConfigError::new(format!("{f}"), fl.src, "a flow's source and destination are the same host"));
+                    return Err(ConfigError::new(
+                        f.to_string(),
+                        fl.src,
+                        "a flow's source and destination are the same host",
+                    ));
                 }
                 if !self.topo.reachable(fl.src, fl.dst) {
                     return Err(ConfigError::new(
-                        format!("{f}"),
+                        f.to_string(),
                         format!("{} -> {}", fl.src, fl.dst),
                         "destination host is unreachable from the source",
                     ));
@@ -171,7 +175,11 @@ impl<'a> WorkloadBuilder<'a> {
             }
         }
         if flows.len() > 5_000_000 {
-            return Err(ConfigError::new("workload", flows.len(), "more than 5 million flows; shorten the run or lower the load"));
+            return Err(ConfigError::new(
+                "workload",
+                flows.len(),
+                "more than 5 million flows; shorten the run or lower the load",
+            ));
         }
         Ok(flows)
     }
@@ -213,7 +221,11 @@ impl<'a> WorkloadBuilder<'a> {
             return Err(ConfigError::new(
                 format!("{f}.class"),
                 c,
-                format!("must be a data queue from 1 to {} (switch.queues = {}; queue 0 is for control)", self.queues - 1, self.queues),
+                format!(
+                    "must be a data queue from 1 to {} (switch.queues = {}; queue 0 is for control)",
+                    self.queues - 1,
+                    self.queues
+                ),
             ));
         }
         Ok(c)
@@ -231,7 +243,11 @@ impl<'a> WorkloadBuilder<'a> {
             StartTime::At(t) => self.time_in_run(&format!("{f}.start"), t.0),
             StartTime::Uniform([a, b]) => {
                 if b.0 < a.0 {
-                    return Err(ConfigError::new(format!("{f}.start"), format!("[{}, {}]", a.0, b.0), "range end is before its start"));
+                    return Err(ConfigError::new(
+                        format!("{f}.start"),
+                        format!("[{}, {}]", a.0, b.0),
+                        "range end is before its start",
+                    ));
                 }
                 self.time_in_run(&format!("{f}.start"), b.0)?;
                 Ok(if b.0 == a.0 { a.0 } else { rng.random_range(a.0..=b.0) })
@@ -266,7 +282,14 @@ impl<'a> WorkloadBuilder<'a> {
         Ok(v)
     }
 
-    fn one(&self, idx: u32, f: &str, w: &WorkloadConfig, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<FlowSpec>) -> CfgResult<()> {
+    fn one(
+        &self,
+        idx: u32,
+        f: &str,
+        w: &WorkloadConfig,
+        rng: &mut Xoshiro256PlusPlus,
+        out: &mut Vec<FlowSpec>,
+    ) -> CfgResult<()> {
         let class = self.class(f, w.class)?;
         let (cc, cc_field) = self.cc(f, &w.cc);
         let stop = match w.stop {
@@ -296,12 +319,20 @@ impl<'a> WorkloadBuilder<'a> {
                 let pattern = w.pattern.as_deref().unwrap_or("many_to_one");
                 let pairs: Vec<(u32, u32)> = match pattern {
                     "many_to_one" => {
-                        let r = host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), &format!("{f}.receiver"))?;
+                        let r = host_ref(
+                            self.topo,
+                            w.receiver.as_ref().unwrap_or(&HostRef::Index(0)),
+                            &format!("{f}.receiver"),
+                        )?;
                         self.senders(f, w, Some(r))?.into_iter().map(|s| (s, r)).collect()
                     }
                     "all_to_all" => {
                         if w.receiver.is_some() {
-                            return Err(ConfigError::new(format!("{f}.receiver"), "", "does not apply to pattern \"all_to_all\""));
+                            return Err(ConfigError::new(
+                                format!("{f}.receiver"),
+                                "",
+                                "does not apply to pattern \"all_to_all\"",
+                            ));
                         }
                         let hosts = self.senders(f, w, None)?;
                         let mut v = vec![];
@@ -331,7 +362,10 @@ impl<'a> WorkloadBuilder<'a> {
             }
             "flows" => {
                 self.allowed(f, w, &["flows"])?;
-                let list = w.flows.as_ref().ok_or_else(|| ConfigError::new(format!("{f}.flows"), "", "is required for kind \"flows\""))?;
+                let list = w
+                    .flows
+                    .as_ref()
+                    .ok_or_else(|| ConfigError::new(format!("{f}.flows"), "", "is required for kind \"flows\""))?;
                 if list.is_empty() {
                     return Err(ConfigError::new(format!("{f}.flows"), "[]", "must list at least one flow"));
                 }
@@ -367,10 +401,14 @@ impl<'a> WorkloadBuilder<'a> {
             }
             "messages" => {
                 self.allowed(f, w, &["receiver", "senders", "flows_per_host", "start", "count", "period", "size"])?;
-                let r = host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), &format!("{f}.receiver"))?;
+                let r =
+                    host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), &format!("{f}.receiver"))?;
                 let per = self.count(&format!("{f}.flows_per_host"), w.flows_per_host, 1)?;
                 let count = self.count(&format!("{f}.count"), w.count, 1)?;
-                let size = w.size.map(|s| s.0).ok_or_else(|| ConfigError::new(format!("{f}.size"), "", "is required for kind \"messages\""))?;
+                let size = w
+                    .size
+                    .map(|s| s.0)
+                    .ok_or_else(|| ConfigError::new(format!("{f}.size"), "", "is required for kind \"messages\""))?;
                 if size == 0 {
                     return Err(ConfigError::new(format!("{f}.size"), 0, "must be at least 1 byte"));
                 }
@@ -381,8 +419,10 @@ impl<'a> WorkloadBuilder<'a> {
                 for s in self.senders(f, w, Some(r))? {
                     for _ in 0..per {
                         let start = self.start(f, w.start, rng)?;
-                        let msgs: Vec<(Time, u64)> =
-                            (1..count).map(|k| (start + k as u64 * period, size)).filter(|&(t, _)| t < self.duration).collect();
+                        let msgs: Vec<(Time, u64)> = (1..count)
+                            .map(|k| (start + k as u64 * period, size))
+                            .filter(|&(t, _)| t < self.duration)
+                            .collect();
                         let total = size + msgs.iter().map(|m| m.1).sum::<u64>();
                         out.push(FlowSpec { src: s, dst: r, size: total, start, messages: msgs, ..base.clone() });
                     }
@@ -394,8 +434,12 @@ impl<'a> WorkloadBuilder<'a> {
             }
             "incast" => {
                 self.allowed(f, w, &["receiver", "senders", "fan_in", "size", "start", "count", "period"])?;
-                let r = host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), &format!("{f}.receiver"))?;
-                let size = w.size.map(|s| s.0).ok_or_else(|| ConfigError::new(format!("{f}.size"), "", "is required for kind \"incast\""))?;
+                let r =
+                    host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), &format!("{f}.receiver"))?;
+                let size = w
+                    .size
+                    .map(|s| s.0)
+                    .ok_or_else(|| ConfigError::new(format!("{f}.size"), "", "is required for kind \"incast\""))?;
                 if size == 0 {
                     return Err(ConfigError::new(format!("{f}.size"), 0, "must be at least 1 byte"));
                 }
@@ -407,7 +451,11 @@ impl<'a> WorkloadBuilder<'a> {
                 let pool = self.senders(f, w, Some(r))?;
                 if let Some(k) = w.fan_in {
                     if k == 0 || k as usize > pool.len() {
-                        return Err(ConfigError::new(format!("{f}.fan_in"), k, format!("must be from 1 to {} (the available senders)", pool.len())));
+                        return Err(ConfigError::new(
+                            format!("{f}.fan_in"),
+                            k,
+                            format!("must be from 1 to {} (the available senders)", pool.len()),
+                        ));
                     }
                 }
                 let first = self.start(f, w.start, rng)?;
@@ -417,7 +465,9 @@ impl<'a> WorkloadBuilder<'a> {
                         break;
                     }
                     let chosen: Vec<u32> = match w.fan_in {
-                        Some(k) => rand::seq::index::sample(rng, pool.len(), k as usize).into_iter().map(|i| pool[i]).collect(),
+                        Some(k) => {
+                            rand::seq::index::sample(rng, pool.len(), k as usize).into_iter().map(|i| pool[i]).collect()
+                        }
                         None => pool.clone(),
                     };
                     for s in chosen {
@@ -436,8 +486,16 @@ impl<'a> WorkloadBuilder<'a> {
         Ok(())
     }
 
-    fn poisson(&self, f: &str, w: &WorkloadConfig, base: FlowSpec, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<FlowSpec>) -> CfgResult<()> {
-        let load = w.load.ok_or_else(|| ConfigError::new(format!("{f}.load"), "", "is required for kind \"poisson\""))?;
+    fn poisson(
+        &self,
+        f: &str,
+        w: &WorkloadConfig,
+        base: FlowSpec,
+        rng: &mut Xoshiro256PlusPlus,
+        out: &mut Vec<FlowSpec>,
+    ) -> CfgResult<()> {
+        let load =
+            w.load.ok_or_else(|| ConfigError::new(format!("{f}.load"), "", "is required for kind \"poisson\""))?;
         if !(load > 0.0 && load <= 1.0) {
             return Err(ConfigError::new(format!("{f}.load"), load, "must be in (0, 1]"));
         }
@@ -445,11 +503,16 @@ impl<'a> WorkloadBuilder<'a> {
             "interpolate" => false,
             "step" => true,
             other => {
-                return Err(ConfigError::new(format!("{f}.sampling"), format!("\"{other}\""), "use \"interpolate\" or \"step\""))
+                return Err(ConfigError::new(
+                    format!("{f}.sampling"),
+                    format!("\"{other}\""),
+                    "use \"interpolate\" or \"step\"",
+                ))
             }
         };
         let cdf_field = format!("{f}.cdf");
-        let path_s = w.cdf.as_ref().ok_or_else(|| ConfigError::new(&cdf_field, "", "is required for kind \"poisson\""))?;
+        let path_s =
+            w.cdf.as_ref().ok_or_else(|| ConfigError::new(&cdf_field, "", "is required for kind \"poisson\""))?;
         let path = self.base_dir.join(path_s);
         let text = std::fs::read_to_string(&path)
             .map_err(|e| ConfigError::new(&cdf_field, format!("\"{path_s}\""), format!("cannot read the file: {e}")))?;
@@ -457,7 +520,11 @@ impl<'a> WorkloadBuilder<'a> {
         let cap = w.max_size.map(|s| s.0 as f64).unwrap_or(f64::INFINITY);
         let mean = cdf.mean().min(cap).max(1.0);
         let hosts: Vec<u32> = match &w.hosts {
-            Some(list) => list.iter().enumerate().map(|(j, r)| host_ref(self.topo, r, &format!("{f}.hosts[{j}]"))).collect::<CfgResult<_>>()?,
+            Some(list) => list
+                .iter()
+                .enumerate()
+                .map(|(j, r)| host_ref(self.topo, r, &format!("{f}.hosts[{j}]")))
+                .collect::<CfgResult<_>>()?,
             None => (0..self.topo.n_hosts).collect(),
         };
         if hosts.len() < 2 {

@@ -113,7 +113,13 @@ fn lossy_incast_drops_and_go_back_n_delivers_every_byte() {
         assert!(
             f.finished.is_some(),
             "flow {}->{} did not finish: una {} nxt {} rcv {} nacks {} timeouts {}",
-            f.src, f.dst, f.ctl.snd_una, f.ctl.snd_nxt, f.rcv_nxt, f.nacks, f.timeouts
+            f.src,
+            f.dst,
+            f.ctl.snd_una,
+            f.ctl.snd_nxt,
+            f.rcv_nxt,
+            f.nacks,
+            f.timeouts
         );
         assert_eq!(f.rcv_nxt, 3_000_000);
         assert!(f.nacks > 0 || f.retx_bytes == 0);
@@ -131,7 +137,15 @@ fn check_ecn_profile(profile: &Value, kmin: f64, kmax: f64, pmax: f64) -> u64 {
             continue;
         }
         seen_total += seen;
-        let p = |q: f64| if q <= kmin { 0.0 } else if q > kmax { 1.0 } else { pmax * (q - kmin) / (kmax - kmin) };
+        let p = |q: f64| {
+            if q <= kmin {
+                0.0
+            } else if q > kmax {
+                1.0
+            } else {
+                pmax * (q - kmin) / (kmax - kmin)
+            }
+        };
         // The marker's probability varies across the bin; allow its range.
         let (pl, ph) = (p(lo), p(hi).max(p(lo)));
         let frac = marked as f64 / seen as f64;
@@ -295,10 +309,7 @@ fn non_monotone_cdf_file_is_rejected_with_its_line() {
     std::fs::create_dir_all(&dir).unwrap();
     let cdf = dir.join("bad.txt");
     std::fs::write(&cdf, "100 0.2\n200 0.1\n300 1\n").unwrap();
-    let e = error_of(with(
-        &["workload", "0"],
-        json!({"kind": "poisson", "load": 0.5, "cdf": cdf.to_str().unwrap()}),
-    ));
+    let e = error_of(with(&["workload", "0"], json!({"kind": "poisson", "load": 0.5, "cdf": cdf.to_str().unwrap()})));
     assert!(e.starts_with("workload[0].cdf") && e.contains("line 2") && e.contains("not monotone"), "{e}");
 }
 

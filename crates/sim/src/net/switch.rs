@@ -113,8 +113,8 @@ impl Mmu {
         if !self.pfc {
             let fits_cap = queue_bytes + size <= self.queue_cap;
             let fits_buf = self.used + size <= self.buffer;
-            let fits_dt = self.dt_alpha <= 0.0
-                || (queue_bytes + size) as f64 <= self.dt_alpha * (self.buffer - self.used) as f64;
+            let fits_dt =
+                self.dt_alpha <= 0.0 || (queue_bytes + size) as f64 <= self.dt_alpha * (self.buffer - self.used) as f64;
             if fits_cap && fits_buf && fits_dt {
                 self.used += size;
                 return (Admit::Accept { pause: false }, Charge { shared: size as u32, ..Charge::default() });
