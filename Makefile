@@ -1,0 +1,68 @@
+# ccgym developer tasks. Needs only a Rust toolchain and Python >= 3.10 (`python3`) on PATH;
+# everything else goes into .venv on first use.
+#
+#   make run    build (incrementally) and run the incast-16 scenario
+#   make test   Rust tests, rustfmt, clippy, ruff, pytest
+#   make perf   the standard incast benchmark (ccgym perf)
+#   make lint   rustfmt --check, clippy, ruff
+#   make clean  remove .venv, target/ and build outputs
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+CARGO ?= cargo
+VENV ?= .venv
+# The PyO3 crate builds a cdylib that links against Python; it is tested through pytest.
+PY_CRATE ?= ccgym-py
+SCENARIO ?= incast-16
+
+VENV_DIR := $(abspath $(VENV))
+BIN := $(VENV_DIR)/bin
+# Re-made only when pyproject.toml changes: creating the venv and installing dependencies.
+DEPS_STAMP := $(VENV_DIR)/.ccgym-deps.stamp
+
+# maturin, cargo and PyO3 all use the venv's interpreter (PyO3 rebuilds when it changes).
+export VIRTUAL_ENV := $(VENV_DIR)
+export PYO3_PYTHON := $(BIN)/python
+export PATH := $(BIN):$(PATH)
+
+.PHONY: help build run test perf lint clean
+
+help:
+	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
+
+$(DEPS_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_DIR)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'maturin>=1.5,<2'
+	$(BIN)/maturin develop --release --extras test
+	touch $@
+
+# Rebuilds the native module in place (python/ccgym/_sim*.so) when Rust sources changed;
+# cargo makes this a no-op otherwise. The package itself is installed in editable mode.
+build: $(DEPS_STAMP)
+	$(BIN)/maturin develop --release --skip-install
+
+run: build
+	$(BIN)/ccgym run $(SCENARIO)
+
+test: build
+	$(CARGO) test --workspace --release --exclude $(PY_CRATE)
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check python tests
+	$(BIN)/python -m pytest -q tests
+
+perf: build
+	$(BIN)/ccgym perf
+
+lint: $(DEPS_STAMP)
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check python tests
+
+clean:
+	rm -rf $(VENV_DIR) target .pytest_cache .ruff_cache results
+	rm -f python/ccgym/_sim*.so python/ccgym/_sim*.pyd
+	find python tests -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,46 @@
+"""ccgym: a fast packet-level datacenter congestion-control simulator.
+
+Quick start::
+
+    import ccgym
+    result = ccgym.run("incast-16")          # a bundled scenario, a TOML path, string or dict
+    result.summary["bottleneck"]["utilization"]
+    result.series["ports"]                   # pandas DataFrame
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from ccgym._errors import ScenarioError
+from ccgym.runner import run
+from ccgym.scenario import bundled_scenarios, bundled_workloads, load_scenario
+
+if TYPE_CHECKING:
+    from ccgym.result import Result
+
+try:
+    __version__: str = version("ccgym")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "Result",
+    "ScenarioError",
+    "__version__",
+    "bundled_scenarios",
+    "bundled_workloads",
+    "load_scenario",
+    "run",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # `Result` needs pandas; importing it lazily keeps `import ccgym` (the CLI, the perf child
+    # processes whose memory is measured) light.
+    if name == "Result":
+        from ccgym.result import Result
+
+        return Result
+    raise AttributeError(f"module 'ccgym' has no attribute {name!r}")

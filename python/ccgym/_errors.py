@@ -1,0 +1,21 @@
+"""Exception types shared by the Python layer and the native module.
+
+``ScenarioError`` is defined by the native module ``ccgym._sim``; the Python side raises the
+same class so that callers need to catch one type.  When the extension is not built (e.g. while
+only the pure-Python parts are tested) a stand-in with the same base class is used.
+"""
+
+from __future__ import annotations
+
+try:
+    from ccgym._sim import InternalError, ScenarioError
+except ImportError:  # the native module is not built
+
+    class ScenarioError(ValueError):  # type: ignore[no-redef]
+        """Bad user input: the message names the field and the value."""
+
+    class InternalError(RuntimeError):  # type: ignore[no-redef]
+        """A bug in the simulator."""
+
+
+__all__ = ["InternalError", "ScenarioError"]

@@ -1,0 +1,345 @@
+"""The ``ccgym`` command line: ``run``, ``perf`` and ``list``.
+
+User mistakes (a bad scenario, a missing file) print one red ``error: ...`` line on stderr and
+exit with status 2; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ccgym._errors import InternalError, ScenarioError
+from ccgym.perf import PerfError
+
+EXIT_USER_ERROR = 2
+EXIT_FAILURE = 1
+
+DASH = "–"
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _get(d: Any, *keys: str | int) -> Any:
+    """``d[k0][k1]...``, or None when any level is missing or null."""
+    for k in keys:
+        if d is None:
+            return None
+        try:
+            d = d[k]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return d
+
+
+def _num(x: Any, spec: str = "auto", unit: str = "", scale: float = 1.0) -> str:
+    """Format a number (None or NaN -> dash); ints get thousands separators.
+
+    ``spec`` is a format spec, or ``"auto"``: thousands separators from 1000 up, otherwise four
+    significant digits.
+    """
+    if x is None or isinstance(x, bool) or not isinstance(x, (int, float)):
+        return DASH if x is None else str(x)
+    if x != x:  # NaN
+        return DASH
+    if isinstance(x, int) and scale == 1.0:
+        text = f"{x:,}"
+    elif spec == "auto":
+        v = x * scale
+        text = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+    else:
+        text = format(x * scale, spec)
+    return f"{text} {unit}".rstrip()
+
+
+def _nums(
+    d: Any, keys: Sequence[str], spec: str = "auto", unit: str = "", scale: float = 1.0
+) -> str:
+    values = " / ".join(_num(_get(d, k), spec, scale=scale) for k in keys)
+    return f"{values} {unit}".rstrip()
+
+
+def _pct(x: Any) -> str:
+    """A fraction as a percentage."""
+    return _num(x, ".2f", "%", scale=100.0)
+
+
+def summary_table(summary: dict[str, Any], timing: dict[str, Any] | None = None) -> Table:
+    """The summary of a run as a two-column rich table."""
+    s, t = summary, timing or {}
+    bn, net, fl, paper = s.get("bottleneck"), s.get("network"), s.get("flows"), s.get("paper")
+    window = _get(s, "window_s") or []
+    table = Table(
+        title=f"ccgym run: {s.get('scenario', '?')}", show_header=False, title_justify="left"
+    )
+    table.add_column("metric", style="cyan", no_wrap=True)
+    table.add_column("value")
+
+    def section(rows: list[tuple[str, str]]) -> None:
+        for name, value in rows:
+            table.add_row(name, value)
+        table.add_section()
+
+    section(
+        [
+            ("seed", _num(s.get("seed"))),
+            ("duration", _num(s.get("duration_s"), unit="s")),
+            ("window", " – ".join(_num(w) for w in window) + " s" if window else DASH),
+        ]
+    )
+    section(
+        [
+            ("bottleneck port", str(_get(bn, "port") or DASH)),
+            ("utilisation", _pct(_get(bn, "utilization"))),
+            ("queue mean / p99 / max", _nums(bn, _QUEUE, unit="KB")),
+            ("queue latency mean / p99", _nums(bn, _QUEUE_LAT, unit="us")),
+        ]
+    )
+    section(
+        [
+            ("fairness: Jain", _num(_get(fl, "jain"), ".4f")),
+            ("fairness: min/max flows", _num(_get(fl, "min_max"), ".4f")),
+            ("fairness: min/max hosts", _num(_get(fl, "host_min_max"), ".4f")),
+        ]
+    )
+    drops_bytes = _get(net, "drops_bytes")
+    section(
+        [
+            (
+                "drops",
+                f"{_num(_get(net, 'drops_packets'))} packets "
+                f"({_num(drops_bytes, unit='MB', scale=1e-6)})",
+            ),
+            ("ECN marks", _num(_get(net, "ecn_marks"))),
+            ("PFC pauses", _num(_get(net, "pfc_pauses"))),
+        ]
+    )
+    section(
+        [
+            ("flows (completed)", f"{_num(_get(fl, 'count'))} ({_num(_get(fl, 'completed'))})"),
+            ("throughput per flow, mean", _num(_get(fl, "throughput_gbps_mean"), unit="Gbps")),
+            ("FCT mean / p50 / p95 / p99", _nums(_get(fl, "fct_us"), _STATS, unit="us")),
+            ("slowdown mean / p50 / p95 / p99", _nums(_get(fl, "slowdown"), _STATS)),
+        ]
+    )
+    section(
+        [
+            (
+                "paper: SU / FR / QL / drops",
+                f"{_num(_get(paper, 'SU'), '.2f', '%')} / {_num(_get(paper, 'FR'), '.2f', '%')}"
+                f" / {_num(_get(paper, 'QL'), unit='us')}"
+                f" / {_num(_get(paper, 'drops_mb'), unit='MB')}",
+            ),
+        ]
+    )
+    rows = [
+        ("events", _num(s.get("events"))),
+        ("packet hops", _num(s.get("packet_hops"))),
+    ]
+    if t:
+        rows += [
+            ("wall time", _num(t.get("wall_s"), ".3f", "s")),
+            ("set-up time", _num(t.get("setup_s"), unit="ms", scale=1e3)),
+            ("simulated events/s", _num(t.get("events_per_s"), ",.0f")),
+        ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+_QUEUE = ("queue_mean_kb", "queue_p99_kb", "queue_max_kb")
+_QUEUE_LAT = ("queue_latency_mean_us", "queue_latency_p99_us")
+_STATS = ("mean", "p50", "p95", "p99")
+
+
+def perf_table(rows: list[dict[str, Any]]) -> Table:
+    """The rows of :func:`ccgym.perf.run_perf` as a rich table."""
+    table = Table(title="ccgym perf: standard incast, rates per CPU second of the run loop")
+    for title in (
+        "flows",
+        "hosts×flows",
+        "sim time",
+        "events",
+        "events/s",
+        "hops/s",
+        "ns/hop",
+        "vs N=16",
+        "set-up",
+        "peak RSS",
+    ):
+        table.add_column(title, justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            _num(r["flows"]),
+            f"{r['hosts']}×{r['flows_per_host']}",
+            _num(r["sim_time_s"] * 1e3, unit="ms"),
+            _num(r["events"]),
+            _num(r["events_per_s"], ".1f", "M", scale=1e-6),
+            _num(r["hops_per_s"], ".1f", "M", scale=1e-6),
+            _num(r["ns_per_hop"], ".1f"),
+            _num(r.get("ratio_ns_per_hop"), ".2f", "×"),
+            _num(r["setup_s"], unit="ms", scale=1e3),
+            _num(r["peak_rss_mb"], ".0f", "MB"),
+        )
+    return table
+
+
+def _stdout() -> Console:
+    """A console for tables; as wide as the table needs when stdout is not a terminal."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``ccgym run``: simulate a scenario, print its summary, optionally save the results."""
+    from ccgym.runner import run
+
+    overrides = list(args.set or [])
+    if args.seed is not None:
+        overrides.append(f"seed={args.seed}")
+    out = _stdout()
+    progress = not args.quiet and Console(stderr=True).is_terminal
+    result = run(args.scenario, overrides=overrides, progress=progress)
+    if not args.quiet:
+        out.print(summary_table(result.summary, result.timing))
+    if args.out is not None:
+        path = result.save(args.out)
+        out.print(f"results: {path}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def cmd_perf(args: argparse.Namespace) -> int:
+    """``ccgym perf``: the standard incast benchmark, one fresh process per size."""
+    from ccgym.perf import STANDARD_FLOWS, run_perf
+
+    flows = args.flows or list(STANDARD_FLOWS)
+    err = Console(stderr=True)
+    with err.status("") as status:
+        rows = run_perf(
+            flows, args.duration, on_start=lambda n: status.update(f"perf: {n} flows ...")
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        _stdout().print(perf_table(rows))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """``ccgym list scenarios|workloads``: what ships with the package."""
+    from ccgym import scenario as sc
+
+    if args.what == "scenarios":
+        rows = [(name, sc.scenario_description(name)) for name in sc.bundled_scenarios()]
+    else:
+        rows = [(name, sc.workload_description(name)) for name in sc.bundled_workloads()]
+    width = max((len(name) for name, _ in rows), default=0)
+    for name, description in rows:
+        print(f"{name:<{width}}  {description}".rstrip())
+    return 0
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ccgym`` command."""
+    from ccgym import __version__
+    from ccgym.perf import DEFAULT_DURATION
+
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
+    parser = argparse.ArgumentParser(
+        prog="ccgym", description="Datacenter congestion-control simulator.", parents=[debug]
+    )
+    parser.add_argument("--version", action="version", version=f"ccgym {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", parents=[debug], help="run a scenario and print its summary")
+    p.add_argument("scenario", help="TOML file or bundled scenario name (see `ccgym list`)")
+    p.add_argument("--out", metavar="DIR", help="save summary, scenario and Parquet series here")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a scenario value, e.g. --set workload[0].load=0.3 (repeatable)",
+    )
+    p.add_argument("--seed", type=int, metavar="N", help="shorthand for --set seed=N")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "perf", parents=[debug], help="standard incast benchmark (events/s, ns per packet-hop)"
+    )
+    p.add_argument(
+        "--flows",
+        type=_positive_int,
+        nargs="+",
+        metavar="N",
+        help="flow counts (default: 16 128 1024 8192)",
+    )
+    p.add_argument("--duration", default=DEFAULT_DURATION, metavar="T", help="simulated time")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_perf)
+
+    p = sub.add_parser("list", parents=[debug], help="list bundled scenarios or workloads")
+    p.add_argument("what", choices=["scenarios", "workloads"])
+    p.set_defaults(func=cmd_list)
+    return parser
+
+
+def _error(message: str) -> None:
+    line = " ".join(part.strip() for part in str(message).strip().splitlines())
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(line, style="red"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ccgym`` command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    if getattr(args, "debug", False):
+        return func(args)
+    try:
+        return func(args)
+    except KeyboardInterrupt:
+        _error("error: interrupted")
+        return 130
+    except (ScenarioError, OSError) as e:
+        _error(f"error: {e}")
+        return EXIT_USER_ERROR
+    except (ImportError, PerfError) as e:
+        _error(f"error: {e}")
+        return EXIT_FAILURE
+    except InternalError as e:
+        _error(f"internal error: {e} (a bug in ccgym; --debug shows the traceback)")
+        return EXIT_FAILURE
+    except Exception as e:
+        _error(f"error: {type(e).__name__}: {e} (--debug shows the traceback)")
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The standard incast benchmark behind ``ccgym perf``.
+
+Each size runs in a fresh Python process (``python -m ccgym.perf N``) so that the peak memory
+reported is that of one size alone. The child prints one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ccgym.runner import PROGRESS_STEPS, advance, native, scenario_json
+from ccgym.scenario import parse_value
+
+STANDARD_FLOWS: tuple[int, ...] = (16, 128, 1024, 8192)
+"""Flow counts measured by ``ccgym perf`` when none are given."""
+
+DEFAULT_DURATION = "100ms"
+
+_LAYOUT: dict[int, tuple[int, int]] = {16: (16, 1), 128: (64, 2), 1024: (32, 32), 8192: (64, 128)}
+
+
+class PerfError(RuntimeError):
+    """A benchmark child process failed."""
+
+
+def incast_layout(flows: int) -> tuple[int, int]:
+    """``(sender hosts, flows per host)`` of the standard incast with ``flows`` flows."""
+    if flows < 1:
+        raise ValueError(f"number of flows must be positive, got {flows}")
+    if flows in _LAYOUT:
+        return _LAYOUT[flows]
+    hosts = min(flows, 64)
+    return hosts, math.ceil(flows / hosts)
+
+
+def incast_scenario(flows: int, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
+    """The standard incast benchmark scenario (the contract's perf dict) for ``flows`` flows."""
+    hosts, per_host = incast_layout(flows)
+    return {
+        "name": f"perf-incast-{flows}",
+        "seed": 1,
+        "duration": duration,
+        "topology": {
+            "kind": "star",
+            "hosts": hosts + 1,
+            "link_rate": "100Gbps",
+            "link_delay": "1us",
+        },
+        "switch": {"pfc": {"enabled": True}},
+        "packets": {"payload": 1024},
+        "workload": [
+            {
+                "kind": "long",
+                "pattern": "many_to_one",
+                "receiver": 0,
+                "flows_per_host": per_host,
+                "start": "0s",
+            }
+        ],
+        "metrics": {"flow_series": False},
+    }
+
+
+def _peak_rss_mb() -> float:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return rss / 1e6 if sys.platform == "darwin" else rss * 1024 / 1e6
+
+
+def measure(flows: int, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
+    """Run the benchmark for ``flows`` flows in this process and return its measurements.
+
+    CPU time (``time.process_time``) covers the run loop only; set-up is the simulator's own
+    ``setup_seconds``; rates are per CPU second.
+    """
+    sim_mod = native()
+    hosts, per_host = incast_layout(flows)
+    sim = sim_mod.Simulation(scenario_json(incast_scenario(flows, duration)), os.getcwd())
+    end = int(sim.end_ps)
+
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    advance(sim, end, max(end // PROGRESS_STEPS, 1))
+    cpu_s, wall_s = time.process_time() - cpu0, time.perf_counter() - wall0
+
+    t_finish = time.perf_counter()
+    sim.finish()
+    finish_s = time.perf_counter() - t_finish
+
+    events, hops = int(sim.events), int(sim.packet_hops)
+    return {
+        "flows": flows,
+        "hosts": hosts,
+        "flows_per_host": per_host,
+        "sim_time_s": int(sim.now_ps) / 1e12,
+        "events": events,
+        "packet_hops": hops,
+        "cpu_s": cpu_s,
+        "wall_s": wall_s,
+        "events_per_s": events / cpu_s if cpu_s > 0 else None,
+        "hops_per_s": hops / cpu_s if cpu_s > 0 else None,
+        "ns_per_hop": cpu_s * 1e9 / hops if hops else None,
+        "setup_s": float(sim.setup_seconds),
+        "finish_s": finish_s,
+        "peak_rss_mb": _peak_rss_mb(),
+    }
+
+
+def measure_in_subprocess(flows: int, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
+    """Run :func:`measure` in a fresh Python process and return its measurements."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "ccgym.perf", str(flows), "--duration", str(duration)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
+        reason = lines[-1].removeprefix("error: ")
+        raise PerfError(f"perf run with {flows} flows failed: {reason}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_perf(
+    flows: Iterable[int] = STANDARD_FLOWS,
+    duration: str | float = DEFAULT_DURATION,
+    on_start: Callable[[int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Measure each size in its own process; adds ``ratio_ns_per_hop`` relative to N=16."""
+    rows = []
+    for n in flows:
+        if on_start is not None:
+            on_start(n)
+        rows.append(measure_in_subprocess(n, duration))
+    base = next((r["ns_per_hop"] for r in rows if r["flows"] == 16), None)
+    for r in rows:
+        ok = base and r["ns_per_hop"] is not None
+        r["ratio_ns_per_hop"] = r["ns_per_hop"] / base if ok else None
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Child entry point: ``python -m ccgym.perf N [--duration T]`` prints one JSON line."""
+    parser = argparse.ArgumentParser(prog="python -m ccgym.perf", description=__doc__)
+    parser.add_argument("flows", type=int)
+    parser.add_argument("--duration", default=DEFAULT_DURATION)
+    args = parser.parse_args(argv)
+    try:
+        row = measure(args.flows, parse_value(args.duration))
+    except (ValueError, ImportError) as e:  # ValueError includes ScenarioError
+        print(f"error: {e}", file=sys.stderr)
+        return 2 if isinstance(e, ValueError) else 1
+    print(json.dumps(row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

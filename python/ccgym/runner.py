@@ -1,0 +1,129 @@
+"""Running a scenario on the native simulator."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ccgym.scenario import ScenarioSpec, load_scenario
+
+if TYPE_CHECKING:
+    from ccgym.result import Result
+
+PROGRESS_STEPS = 200
+"""``run`` advances the simulation in this many chunks of simulated time."""
+
+
+def native() -> ModuleType:
+    """Import and return the native module ``ccgym._sim``, with a helpful error if missing."""
+    try:
+        from ccgym import _sim
+    except ImportError as e:
+        raise ImportError(
+            "the native module ccgym._sim is not built; in the repository run `make run`, or "
+            "`maturin develop --release` inside a virtualenv"
+        ) from e
+    return _sim
+
+
+def scenario_json(scenario: dict[str, Any]) -> str:
+    """Serialise a scenario dict for ``ccgym._sim.Simulation`` (TOML dates become strings)."""
+    return json.dumps(scenario, default=str)
+
+
+def format_time_ps(ps: float, ref: float | None = None) -> str:
+    """Format picoseconds as s/ms/us/ns; the unit is chosen by ``ref`` (default: ``ps``)."""
+    size = abs(ps if ref is None else ref)
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
+        if size >= scale:
+            return f"{ps / scale:.2f} {unit}"
+    return f"{ps:.0f} ps"
+
+
+def run(
+    scenario: ScenarioSpec,
+    *,
+    overrides: Iterable[str] | None = None,
+    progress: bool = False,
+) -> Result:
+    """Simulate a scenario and return its :class:`~ccgym.Result`.
+
+    Args:
+        scenario: a path to a TOML file, a bundled scenario name (``"incast-16"``), a TOML
+            string or a dict; see :func:`ccgym.load_scenario`.
+        overrides: ``"dotted.key=value"`` strings applied to the scenario first.
+        progress: show a progress bar (simulated time, events/s) on stderr.
+
+    Raises:
+        ScenarioError: the scenario is invalid (the message names the field and the value).
+    """
+    data, base_dir = load_scenario(scenario, overrides)
+    sim_mod = native()
+    t_start = time.perf_counter()
+    sim = sim_mod.Simulation(scenario_json(data), str(base_dir))
+    end = int(sim.end_ps)
+    step = max(end // PROGRESS_STEPS, 1)
+
+    t_run = time.perf_counter()
+    if progress:
+        _run_with_progress(sim, end, step, str(data.get("name", "")), t_run)
+    else:
+        advance(sim, end, step)
+    t_finish = time.perf_counter()
+    summary_json, series = sim.finish()
+    t_end = time.perf_counter()
+
+    from ccgym.result import Result  # pandas: imported only when needed
+
+    run_s = t_finish - t_run
+    timing = {
+        "setup_s": float(sim.setup_seconds),
+        "run_s": run_s,
+        "finish_s": t_end - t_finish,
+        "wall_s": t_end - t_start,
+        "events_per_s": sim.events / run_s if run_s > 0 else float("nan"),
+    }
+    return Result.from_native(summary_json, series, data, timing)
+
+
+def advance(sim: Any, end: int, step: int, on_step: Callable[[], None] | None = None) -> None:
+    """Run ``sim`` to ``end`` ps in chunks of ``step`` ps, calling ``on_step`` after each."""
+    target = int(sim.now_ps)
+    while target < end:
+        target = min(target + step, end)
+        done = sim.run_until(target)
+        if on_step is not None:
+            on_step()
+        if done:
+            break
+
+
+def _run_with_progress(sim: Any, end: int, step: int, name: str, t0: float) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[sim]}"),
+        TextColumn("{task.fields[eps]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(name or "simulating", total=end, sim="", eps="")
+
+        def update() -> None:
+            now = int(sim.now_ps)
+            elapsed = time.perf_counter() - t0
+            eps = sim.events / elapsed if elapsed > 0 else 0.0
+            bar.update(
+                task,
+                completed=now,
+                sim=f"{format_time_ps(now, end)} / {format_time_ps(end)}",
+                eps=f"{eps / 1e6:.1f} M events/s",
+            )
+
+        advance(sim, end, step, update)

@@ -1,0 +1,447 @@
+"""Tests of the pure-Python layer: scenario loading, overrides, results, CLI errors.
+
+Tests that need the native module ``ccgym._sim`` skip themselves when it is not built.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ccgym
+from ccgym import Result, ScenarioError, load_scenario
+from ccgym.cli import summary_table
+from ccgym.perf import incast_layout, incast_scenario
+from ccgym.scenario import (
+    SCENARIO_DIR,
+    WORKLOAD_DIR,
+    apply_override,
+    bundled_scenarios,
+    bundled_workloads,
+    parse_key,
+    parse_override,
+    parse_value,
+)
+
+PYTHON_DIR = Path(ccgym.__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m ccgym.cli ARGS`` in a subprocess."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
+    env["COLUMNS"] = "200"
+    return subprocess.run(
+        [sys.executable, "-m", "ccgym.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("3", 3),
+        ("0.5", 0.5),
+        ("true", True),
+        ("false", False),
+        ('"quoted"', "quoted"),
+        ("50ms", "50ms"),
+        ("100Gbps", "100Gbps"),
+        ('["1ms", "2ms"]', ["1ms", "2ms"]),
+        ("{ enabled = true }", {"enabled": True}),
+        ("  7  ", 7),
+        ("", ""),
+    ],
+)
+def test_parse_value(raw: str, expected: Any) -> None:
+    assert parse_value(raw) == expected
+
+
+def test_parse_key() -> None:
+    assert parse_key("seed") == ["seed"]
+    assert parse_key("switch.pfc.enabled") == ["switch", "pfc", "enabled"]
+    assert parse_key("workload[1].load") == ["workload", 1, "load"]
+    assert parse_key("workload.1.load") == ["workload", 1, "load"]
+    assert parse_key("a[0][2]") == ["a", 0, 2]
+    for bad in ["", "a..b", "a.[0]", "a b", "a[x]"]:
+        with pytest.raises(ScenarioError):
+            parse_key(bad)
+
+
+def test_parse_override_needs_equals() -> None:
+    with pytest.raises(ScenarioError, match="expected key=value"):
+        parse_override("seed")
+    with pytest.raises(ScenarioError, match="expected key=value"):
+        parse_override("=3")
+    assert parse_override("duration = 5ms") == (["duration"], "5ms")
+    assert parse_override("name=a=b") == (["name"], "a=b")
+
+
+def test_apply_override_nested() -> None:
+    d: dict[str, Any] = {"seed": 1, "workload": [{"kind": "long"}]}
+    apply_override(d, "seed=7")
+    apply_override(d, "switch.pfc.enabled=false")
+    apply_override(d, "workload[0].flows_per_host=4")
+    apply_override(d, "workload[1].kind=poisson")
+    apply_override(d, "metrics.window=['1ms', '2ms']")
+    assert d == {
+        "seed": 7,
+        "switch": {"pfc": {"enabled": False}},
+        "workload": [{"kind": "long", "flows_per_host": 4}, {"kind": "poisson"}],
+        "metrics": {"window": ["1ms", "2ms"]},
+    }
+
+
+def test_apply_override_errors() -> None:
+    d: dict[str, Any] = {"seed": 1, "workload": [{"kind": "long"}]}
+    with pytest.raises(ScenarioError, match=r"index 5 out of range \(workload has 1 elements\)"):
+        apply_override(d, "workload[5].kind=long")
+    with pytest.raises(ScenarioError, match="seed is not a table"):
+        apply_override(d, "seed.x=1")
+    with pytest.raises(ScenarioError, match="workload\\[0\\] is not an array"):
+        apply_override(d, "workload[0][1]=1")
+
+
+def test_load_scenario_dict_is_copied_and_overridden(tmp_path: Path) -> None:
+    original = {"name": "x", "seed": 1, "switch": {"pfc": {"enabled": True}}}
+    data, base_dir = load_scenario(original, ["seed=2", "switch.pfc.enabled=false"])
+    assert data["seed"] == 2 and data["switch"]["pfc"]["enabled"] is False
+    assert original == {"name": "x", "seed": 1, "switch": {"pfc": {"enabled": True}}}
+    assert base_dir == Path.cwd()
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def test_bundled_lists() -> None:
+    assert "incast-16" in bundled_scenarios()
+    workloads = bundled_workloads()
+    assert workloads == sorted(p.stem for p in WORKLOAD_DIR.glob("*.txt"))
+    assert "websearch_dctcp2010_hpcc" in workloads
+    assert len(workloads) >= 19
+
+
+def test_bundled_workloads_are_valid_cdfs() -> None:
+    for name in bundled_workloads():
+        rows = [
+            line.split()
+            for line in (WORKLOAD_DIR / f"{name}.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
+        probs = [float(r[-1]) for r in rows]
+        assert all(b >= a for a, b in zip(probs, probs[1:], strict=False)), name
+        assert math.isclose(probs[-1], 1.0), name
+
+
+def test_load_bundled_scenario() -> None:
+    data, base_dir = load_scenario("incast-16")
+    assert data["name"] == "incast-16"
+    assert data["duration"] == "10ms"
+    assert data["metrics"] == {"window": ["1ms", "10ms"], "flow_series": True}
+    assert data["topology"]["hosts"] == 17
+    assert base_dir == SCENARIO_DIR
+
+
+def test_incast16_matches_perf_scenario() -> None:
+    data, _ = load_scenario("incast-16")
+    perf = incast_scenario(16)
+    perf.update(name="incast-16", duration="10ms")
+    perf["metrics"] = {"window": ["1ms", "10ms"], "flow_series": True}
+    assert data == perf
+
+
+def test_load_toml_string_and_file(tmp_path: Path) -> None:
+    data, base_dir = load_scenario('name = "s"\nseed = 3\n[topology]\nkind = "star"\n')
+    assert data == {"name": "s", "seed": 3, "topology": {"kind": "star"}}
+    assert base_dir == Path.cwd()
+    path = tmp_path / "my-scenario.toml"
+    path.write_text("seed = 4\n")
+    data, base_dir = load_scenario(path)
+    assert data == {"seed": 4, "name": "my-scenario"}
+    assert base_dir == tmp_path.resolve()
+    data, _ = load_scenario(str(path), ["seed=5"])
+    assert data["seed"] == 5
+
+
+def test_toml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "bad"\nseed = 1\nduration 100ms\n')
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert "line 3" in message
+
+
+def test_missing_file_and_unknown_name() -> None:
+    with pytest.raises(ScenarioError, match="scenario file not found: nope/missing.toml"):
+        load_scenario("nope/missing.toml")
+    with pytest.raises(ScenarioError, match="scenario file not found"):
+        load_scenario(Path("missing.toml"))
+    with pytest.raises(ScenarioError, match=r'unknown scenario "no-such".*incast-16'):
+        load_scenario("no-such")
+
+
+def test_cdf_names_are_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mine.txt").write_text("0 0\n100 1\n")
+    spec = {
+        "workload": [
+            {"kind": "long"},
+            {"kind": "poisson", "cdf": "websearch_dctcp2010_hpcc"},
+            {"kind": "poisson", "cdf": "mine.txt"},
+            {"kind": "poisson", "cdf": str(tmp_path / "mine.txt")},
+        ]
+    }
+    data, _ = load_scenario(spec | {"workload": spec["workload"][:2]})
+    resolved = Path(data["workload"][1]["cdf"])
+    assert resolved.is_absolute() and resolved.is_file()
+    assert resolved == WORKLOAD_DIR / "websearch_dctcp2010_hpcc.txt"
+    # Paths are left for the simulator to resolve against base_dir, but must exist.
+    with pytest.raises(
+        ScenarioError, match=r'workload\[2\]\.cdf: value "mine.txt": file not found'
+    ):
+        load_scenario(spec)
+    monkeypatch.chdir(tmp_path)
+    data, _ = load_scenario(spec)
+    assert data["workload"][2]["cdf"] == "mine.txt"
+
+
+def test_unknown_cdf_name_lists_known_names() -> None:
+    spec = {"workload": [{"kind": "long"}, {"kind": "poisson", "cdf": "websarch"}]}
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(spec)
+    message = str(info.value)
+    assert message.startswith('workload[1].cdf: value "websarch"')
+    assert "websearch_dctcp2010_hpcc" in message and "fb_hadoop_hpcc" in message
+
+
+def test_cdf_override_is_resolved() -> None:
+    data, _ = load_scenario({"workload": [{"kind": "poisson"}]}, ["workload[0].cdf=fb_hadoop_hpcc"])
+    assert data["workload"][0]["cdf"] == str(WORKLOAD_DIR / "fb_hadoop_hpcc.txt")
+
+
+# --------------------------------------------------------------------------- perf scenario
+
+
+def test_incast_layout() -> None:
+    assert incast_layout(16) == (16, 1)
+    assert incast_layout(128) == (64, 2)
+    assert incast_layout(1024) == (32, 32)
+    assert incast_layout(8192) == (64, 128)
+    assert incast_layout(8) == (8, 1)
+    assert incast_layout(100) == (64, 2)
+    with pytest.raises(ValueError):
+        incast_layout(0)
+
+
+def test_incast_scenario_is_the_contract_dict() -> None:
+    assert incast_scenario(8192) == {
+        "name": "perf-incast-8192",
+        "seed": 1,
+        "duration": "100ms",
+        "topology": {"kind": "star", "hosts": 65, "link_rate": "100Gbps", "link_delay": "1us"},
+        "switch": {"pfc": {"enabled": True}},
+        "packets": {"payload": 1024},
+        "workload": [
+            {
+                "kind": "long",
+                "pattern": "many_to_one",
+                "receiver": 0,
+                "flows_per_host": 128,
+                "start": "0s",
+            }
+        ],
+        "metrics": {"flow_series": False},
+    }
+
+
+# --------------------------------------------------------------------------- results
+
+
+SAMPLE_SUMMARY: dict[str, Any] = {
+    "scenario": "sample",
+    "seed": 1,
+    "duration_s": 0.01,
+    "window_s": [0.001, 0.01],
+    "events": 123456,
+    "packet_hops": 65432,
+    "bottleneck": {
+        "port": "sw0->h0",
+        "utilization": 0.987,
+        "queue_mean_kb": 12.5,
+        "queue_p99_kb": 30.0,
+        "queue_max_kb": 31.0,
+        "queue_latency_mean_us": 1.0,
+        "queue_latency_p99_us": None,
+    },
+    "network": {"drops_packets": 0, "drops_bytes": 0, "ecn_marks": 5, "pfc_pauses": 2},
+    "flows": {
+        "count": 16,
+        "completed": 0,
+        "throughput_gbps_mean": 6.2,
+        "jain": 0.999,
+        "min_max": 0.98,
+        "host_min_max": 0.98,
+        "fct_us": None,
+        "slowdown": None,
+    },
+    "paper": {"SU": 98.7, "FR": 98.0, "QL": 1.0, "drops_mb": 0.0},
+}
+
+
+def test_summary_table_renders_with_nulls() -> None:
+    from rich.console import Console
+
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(summary_table(SAMPLE_SUMMARY, {"wall_s": 0.5, "setup_s": 0.01}))
+    console.print(summary_table({}))
+    text = console.export_text()
+    assert "98.70 %" in text and "123,456" in text and "sw0->h0" in text
+
+
+def test_result_save_load_roundtrip(tmp_path: Path) -> None:
+    series = {
+        "ports": {
+            "time_s": np.array([0.0, 0.1]),
+            "port_id": np.array([0, 0], dtype=np.uint32),
+            "queue_bytes": np.array([0.0, 10.0]),
+            "tx_gbps": np.array([99.0, 100.0]),
+        },
+        "port_info": {
+            "port_id": np.array([0], dtype=np.uint32),
+            "name": ["sw0->h0"],
+            "node": np.array([0]),
+            "rate_gbps": np.array([100.0]),
+        },
+    }
+    scenario = {"name": "sample", "seed": 1}
+    result = Result.from_native(json.dumps(SAMPLE_SUMMARY), series, scenario, {"wall_s": 1.0})
+    assert isinstance(result.series["ports"], pd.DataFrame)
+    assert "sample" in repr(result)
+    out = result.save(tmp_path / "out")
+    assert sorted(p.name for p in out.iterdir()) == [
+        "port_info.parquet",
+        "ports.parquet",
+        "scenario.json",
+        "summary.json",
+        "timing.json",
+    ]
+    back = Result.load(out)
+    assert back.summary == SAMPLE_SUMMARY
+    assert back.scenario == scenario
+    assert back.timing == {"wall_s": 1.0}
+    pd.testing.assert_frame_equal(back.series["ports"], result.series["ports"])
+    assert back.series["port_info"]["name"].tolist() == ["sw0->h0"]
+    with pytest.raises(FileNotFoundError):
+        Result.load(tmp_path)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_missing_file_is_one_red_line() -> None:
+    proc = run_cli("run", "does/not/exist.toml")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: scenario file not found: does/not/exist.toml"
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_cli_bad_cdf_and_bad_override(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text('[[workload]]\nkind = "poisson"\ncdf = "nope"\n')
+    proc = run_cli("run", str(path))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith('error: workload[0].cdf: value "nope": unknown workload CDF')
+    assert len(proc.stderr.strip().splitlines()) == 1
+    proc = run_cli("run", "incast-16", "--set", "seed")
+    assert proc.returncode == 2
+    assert "expected key=value" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_toml_syntax_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("seed = = 1\n")
+    proc = run_cli("run", str(path))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: {path}: invalid TOML")
+    assert "line 1" in proc.stderr
+
+
+def test_cli_debug_shows_traceback() -> None:
+    proc = run_cli("--debug", "run", "does/not/exist.toml")
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+    proc = run_cli("run", "--debug", "does/not/exist.toml")
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def test_cli_list() -> None:
+    proc = run_cli("list", "scenarios")
+    assert proc.returncode == 0 and "incast-16" in proc.stdout
+    proc = run_cli("list", "workloads")
+    assert proc.returncode == 0
+    for name in bundled_workloads():
+        assert name in proc.stdout
+
+
+def test_cli_usage_error_exit_2() -> None:
+    proc = run_cli("list", "things")
+    assert proc.returncode == 2
+
+
+# --------------------------------------------------------------------------- needs ccgym._sim
+
+
+@pytest.fixture
+def sim() -> Any:
+    return pytest.importorskip("ccgym._sim")
+
+
+def test_scenario_error_is_the_native_class(sim: Any) -> None:
+    assert ScenarioError is sim.ScenarioError
+    assert issubclass(ScenarioError, ValueError)
+
+
+def test_run_bundled_incast(sim: Any, tmp_path: Path) -> None:
+    result = ccgym.run("incast-16", overrides=["duration=2ms", "metrics.window=['0ms','2ms']"])
+    assert result.summary["scenario"] == "incast-16"
+    assert result.summary["events"] > 0
+    assert set(result.series) >= {"ports", "port_info", "flow_info"}
+    assert all(isinstance(t, pd.DataFrame) for t in result.series.values())
+    back = Result.load(result.save(tmp_path / "r"))
+    assert back.summary == json.loads(json.dumps(result.summary))
+
+
+def test_cli_run_out(sim: Any, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    proc = run_cli(
+        "run", "incast-16", "--set", "duration=2ms", "--set", "metrics.window=['0ms','2ms']",
+        "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "utilisation" in proc.stdout and str(out) in proc.stdout
+    assert (out / "summary.json").is_file() and (out / "ports.parquet").is_file()
+
+
+def test_cli_native_scenario_error(sim: Any) -> None:
+    proc = run_cli("run", "incast-16", "--set", "topology.link_rate=-5Gbps")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "link_rate" in proc.stderr
+    assert "Traceback" not in proc.stderr
