@@ -262,8 +262,16 @@ pub struct HostConfig {
     pub cnp_interval: Duration,
     /// Minimum time between two NACKs for the same expected sequence.
     pub nack_interval: Duration,
-    /// Retransmission timeout (go back to the first unacknowledged byte).
+    /// Retransmission timeout (go back to the first unacknowledged byte). For
+    /// TCP-style flows it is the initial timeout, before RTT samples exist.
     pub rto: Duration,
+    /// TCP-style flows: lower bound of the adaptive timeout (srtt + 4 rttvar).
+    pub rto_min: Duration,
+    /// Loss recovery: `go_back_n` (RDMA: the receiver drops out-of-order
+    /// packets and NACKs), `tcp` (the receiver keeps them and sends duplicate
+    /// ACKs; fast retransmit after 3, NewReno recovery, adaptive timeout) or
+    /// `auto` (what the flow's CC algorithm is designed for).
+    pub loss_recovery: String,
     /// Cap on unacknowledged bytes per flow (0 = no cap).
     pub max_outstanding: Bytes,
     /// Lowest rate a CC may set, as a fraction of the NIC line rate.
@@ -278,6 +286,8 @@ impl Default for HostConfig {
             cnp_interval: Duration(4 * crate::units::US),
             nack_interval: Duration(500 * crate::units::US),
             rto: Duration(50 * crate::units::MS),
+            rto_min: Duration(crate::units::MS),
+            loss_recovery: "auto".into(),
             max_outstanding: Bytes(640 * 1024),
             min_rate_fraction: 64.0 / 1_048_576.0,
         }

@@ -100,6 +100,20 @@ pub struct Flow {
     pub timeouts: u64,
     /// INT records carried by the last ACK (0 if the flow does not ask for INT).
     pub last_int_hops: u8,
+    /// Loss recovery of this flow.
+    pub transport: crate::cc::Transport,
+    /// TCP receiver: out-of-order byte ranges held beyond `rcv_nxt`, sorted.
+    pub ooo: Vec<(u64, u64)>,
+    /// TCP sender: consecutive duplicate ACKs.
+    pub dup_acks: u32,
+    /// TCP sender: in fast recovery until the cumulative ACK reaches this.
+    pub recover: Option<u64>,
+    /// TCP sender: segment to retransmit before any new data.
+    pub retx: Option<u64>,
+    /// TCP sender: smoothed RTT and its variation (ps), once sampled.
+    pub srtt: Option<(f64, f64)>,
+    /// Current retransmission timeout (ps), backed off after timeouts.
+    pub rto: Time,
     /// Smallest RTT measured.
     pub min_rtt: Option<Time>,
     /// Highest byte ever sent (to count retransmissions).
@@ -124,8 +138,8 @@ impl Flow {
     pub fn can_send(&self, max_outstanding: u64) -> bool {
         self.started
             && self.finished.is_none()
-            && self.ctl.snd_nxt < self.app_limit
-            && self.inflight() < self.ctl.window.min(max_outstanding)
+            && (self.retx.is_some()
+                || (self.ctl.snd_nxt < self.app_limit && self.inflight() < self.ctl.window.min(max_outstanding)))
     }
 }
 

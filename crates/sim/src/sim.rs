@@ -8,7 +8,7 @@
 //! (`host_receive`), answering with ACK/NACK/CNP/probe replies that travel
 //! back the same way.
 
-use crate::cc::{AckEvent, Cc, CcCtx, CongestionControl, FlowCtl, ProbeEvent};
+use crate::cc::{AckEvent, Cc, CcCtx, CongestionControl, FlowCtl, ProbeEvent, Transport};
 use crate::config::{parse_scenario, CfgResult, ConfigError, Scenario};
 use crate::engine::{Event, EventQueue};
 use crate::host::{Flow, Host, SchedState};
@@ -304,6 +304,16 @@ impl Simulation {
                 }
             }
             let switches = fwd.len().saturating_sub(1) as u32;
+            let transport = match self.scenario.host.loss_recovery.as_str() {
+                "go_back_n" => Transport::GoBackN,
+                "tcp" => Transport::Tcp,
+                _ => cc.transport(),
+            };
+            let rto = match transport {
+                // Until RTT samples exist, never time out before a round trip is possible.
+                Transport::Tcp => self.scenario.host.rto.0.max(2 * base_rtt),
+                Transport::GoBackN => self.scenario.host.rto.0,
+            };
             self.flows.push(Flow {
                 src: s.src,
                 dst: s.dst,
@@ -355,6 +365,13 @@ impl Simulation {
                 cnps: 0,
                 timeouts: 0,
                 last_int_hops: 0,
+                transport,
+                ooo: Vec::new(),
+                dup_acks: 0,
+                recover: None,
+                retx: None,
+                srtt: None,
+                rto,
                 min_rtt: None,
                 max_sent: 0,
                 delivered_at_window: [None; 2],
@@ -395,9 +412,9 @@ impl Simulation {
         if self.sample_interval > 0 {
             self.events.push(self.sample_interval.min(self.end), Event::Sample);
         }
-        let rto = self.scenario.host.rto.0;
-        if rto > 0 {
-            self.events.push((rto / 4).max(1), Event::RtoSweep { host: 0 });
+        if self.scenario.host.rto.0 > 0 {
+            let period = self.rto_sweep_period();
+            self.events.push(period, Event::RtoSweep { host: 0 });
         }
     }
 
@@ -824,7 +841,8 @@ impl Simulation {
         let int_header = self.scenario.switch.int_header;
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        let payload = (f.app_limit - f.ctl.snd_nxt).min(pk.payload as u64) as u32;
+        let seq = f.retx.take().unwrap_or(f.ctl.snd_nxt);
+        let payload = (f.app_limit.max(f.max_sent) - seq).min(pk.payload as u64) as u32;
         let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 };
         if f.inflight() == 0 {
             f.last_progress = now;
@@ -835,7 +853,7 @@ impl Simulation {
         p.flow = fid;
         p.src = f.src;
         p.dst = f.dst;
-        p.seq = f.ctl.snd_nxt;
+        p.seq = seq;
         p.payload = payload;
         p.size = size;
         p.class = f.class;
@@ -846,10 +864,12 @@ impl Simulation {
             f.ctl.probe_requested = false;
             p.probe = true;
         }
-        if f.ctl.snd_nxt < f.max_sent {
+        if seq < f.max_sent {
             f.retx_bytes += payload as u64;
         }
-        f.ctl.snd_nxt += payload as u64;
+        if seq == f.ctl.snd_nxt {
+            f.ctl.snd_nxt += payload as u64;
+        }
         f.max_sent = f.max_sent.max(f.ctl.snd_nxt);
         f.sent_bytes += size as u64;
         f.mi_bytes += size as u64;
@@ -980,13 +1000,27 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
         let src = f.src;
+        let tcp = f.transport == Transport::Tcp;
         let mut send_ack = false;
         let mut send_nack = None;
         if seq == f.rcv_nxt {
             f.rcv_nxt += payload;
             f.unacked_pkts += 1;
+            let mut filled = false;
+            while let Some(&(a, b)) = f.ooo.first() {
+                if a > f.rcv_nxt {
+                    break;
+                }
+                f.rcv_nxt = f.rcv_nxt.max(b);
+                f.ooo.remove(0);
+                filled = true;
+            }
             let msg_end = f.messages.iter().any(|m| m.1 == f.rcv_nxt);
-            send_ack = f.unacked_pkts >= ack_every || f.rcv_nxt == f.ctl.size || msg_end || probe;
+            send_ack = f.unacked_pkts >= ack_every || f.rcv_nxt == f.ctl.size || msg_end || probe || filled;
+        } else if seq > f.rcv_nxt && tcp {
+            // Keep the segment and answer with a duplicate ACK at once.
+            insert_range(&mut f.ooo, seq, seq + payload);
+            send_ack = true;
         } else if seq > f.rcv_nxt {
             let expected = f.rcv_nxt;
             let recent = matches!(f.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
@@ -998,7 +1032,7 @@ impl Simulation {
             // A duplicate after go-back-N: re-acknowledge so the sender catches up.
             send_ack = true;
         }
-        let send_cnp = ce && cnp_interval > 0 && f.last_cnp.is_none_or(|t| now >= t + cnp_interval);
+        let send_cnp = ce && !tcp && cnp_interval > 0 && f.last_cnp.is_none_or(|t| now >= t + cnp_interval);
         if send_cnp {
             f.last_cnp = Some(now);
         }
@@ -1038,10 +1072,14 @@ impl Simulation {
             let p = self.pool.get(pid);
             (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops)
         };
+        let rto_min = self.scenario.host.rto_min.0;
         let f = &mut self.flows[fid as usize];
         let rtt = now - ts;
         f.min_rtt = Some(f.min_rtt.map_or(rtt, |m| m.min(rtt)));
         let newly = seq.saturating_sub(f.ctl.snd_una);
+        let tcp = f.transport == Transport::Tcp;
+        let mut recovery_ended = false;
+        let mut fast_retransmit = false;
         if newly > 0 {
             f.ctl.snd_una = seq;
             f.last_progress = now;
@@ -1049,14 +1087,57 @@ impl Simulation {
                 f.ctl.snd_nxt = seq;
             }
         }
+        if tcp {
+            // RFC 6298 estimator; the ACK echoes the send time of the very
+            // packet it answers, so retransmissions give valid samples too.
+            let r = rtt as f64;
+            let (srtt, var) = match f.srtt {
+                None => (r, r / 2.0),
+                Some((s, v)) => (0.875 * s + 0.125 * r, 0.75 * v + 0.25 * (s - r).abs()),
+            };
+            f.srtt = Some((srtt, var));
+            if newly > 0 {
+                f.rto = ((srtt + 4.0 * var) as Time).max(rto_min);
+                f.dup_acks = 0;
+                if let Some(rec) = f.recover {
+                    if seq >= rec {
+                        f.recover = None;
+                        recovery_ended = true;
+                    } else {
+                        // NewReno partial ACK: the next hole is lost too.
+                        f.retx = Some(seq);
+                    }
+                }
+            } else if f.inflight() > 0 && f.finished.is_none() {
+                f.dup_acks += 1;
+                if f.dup_acks == 3 && f.recover.is_none() {
+                    f.recover = Some(f.ctl.snd_nxt);
+                    f.retx = Some(f.ctl.snd_una);
+                    fast_retransmit = true;
+                }
+            }
+        }
         if f.finished.is_none() {
             let old_rate = f.ctl.rate;
             let old_timer = f.ctl.timer;
             let int = self.pool.int_records(pid);
             f.last_int_hops = int.len() as u8;
-            let ev = AckEvent { ack_seq: seq, newly_acked: newly, ecn_echo: ecn, rtt, hops: hops as u32, int };
+            let ev = AckEvent {
+                ack_seq: seq,
+                newly_acked: newly,
+                dup_acks: f.dup_acks,
+                in_recovery: f.recover.is_some(),
+                recovery_ended,
+                ecn_echo: ecn,
+                rtt,
+                hops: hops as u32,
+                int,
+            };
             let mut ctx = CcCtx { now, flow: &mut f.ctl };
             f.cc.on_ack(&mut ctx, &ev);
+            if fast_retransmit {
+                f.cc.on_fast_retransmit(&mut ctx);
+            }
             self.after_cc(fid, old_rate, old_timer);
         }
         self.pool.free(pid);
@@ -1159,21 +1240,38 @@ impl Simulation {
         }
     }
 
+    /// Timeouts are checked by one periodic sweep over the flows rather than a
+    /// timer per flow: thousands of armed timers would bloat the event queue,
+    /// while a sweep costs a few ns per flow and fires within a quarter of
+    /// the timeout of its deadline.
+    fn rto_sweep_period(&self) -> Time {
+        let h = &self.scenario.host;
+        let tcp = self.flows.iter().any(|f| f.transport == Transport::Tcp);
+        let shortest = if tcp { h.rto.0.min(h.rto_min.0) } else { h.rto.0 };
+        (shortest / 4).max(US)
+    }
+
     fn rto_sweep(&mut self) {
-        let rto = self.scenario.host.rto.0;
         let now = self.now;
         for fid in 0..self.flows.len() as u32 {
             let f = &mut self.flows[fid as usize];
-            if !f.started || f.finished.is_some() || f.inflight() == 0 || now < f.last_progress + rto {
+            if !f.started || f.finished.is_some() || f.inflight() == 0 || now < f.last_progress + f.rto {
                 continue;
             }
             f.timeouts += 1;
             f.last_progress = now;
             f.ctl.snd_nxt = f.ctl.snd_una;
+            if f.transport == Transport::Tcp {
+                f.rto = (f.rto * 2).min(64 * SEC);
+                f.dup_acks = 0;
+                f.recover = None;
+                f.retx = None;
+            }
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);
         }
-        self.events.push(now + (rto / 4).max(1), Event::RtoSweep { host: 0 });
+        let period = self.rto_sweep_period();
+        self.events.push(now + period, Event::RtoSweep { host: 0 });
     }
 
     // -------------------------------------------------------------- metrics
@@ -1295,6 +1393,20 @@ impl Simulation {
     }
 }
 
+/// Adds [a, b) to a sorted list of disjoint ranges, merging neighbours.
+fn insert_range(ranges: &mut Vec<(u64, u64)>, a: u64, b: u64) {
+    let i = ranges.partition_point(|r| r.1 < a);
+    let mut lo = a;
+    let mut hi = b;
+    let mut j = i;
+    while j < ranges.len() && ranges[j].0 <= hi {
+        lo = lo.min(ranges[j].0);
+        hi = hi.max(ranges[j].1);
+        j += 1;
+    }
+    ranges.splice(i..j, [(lo, hi)]);
+}
+
 /// Murmur3 finaliser: spreads flow identities over 32 bits for ECMP.
 fn mix32(mut h: u32) -> u32 {
     h ^= h >> 16;
@@ -1377,6 +1489,9 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
+    if !["auto", "go_back_n", "tcp"].contains(&h.loss_recovery.as_str()) {
+        return e("host.loss_recovery", &format!("\"{}\"", h.loss_recovery), "use \"auto\", \"go_back_n\" or \"tcp\"");
+    }
     if h.ack_every == 0 {
         return e("host.ack_every", &0, "must be at least 1");
     }

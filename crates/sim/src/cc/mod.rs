@@ -103,6 +103,18 @@ impl CcCtx<'_> {
     }
 }
 
+/// How a flow recovers lost packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// RDMA style: the receiver drops out-of-order packets and sends a NACK;
+    /// the sender goes back to the expected byte.
+    GoBackN,
+    /// TCP style: the receiver keeps out-of-order data and sends duplicate
+    /// ACKs; the sender retransmits after three (NewReno fast recovery) and
+    /// times out adaptively (srtt + 4 rttvar, backed off exponentially).
+    Tcp,
+}
+
 /// An acknowledgement as the sender sees it.
 #[derive(Clone, Copy, Debug)]
 pub struct AckEvent<'a> {
@@ -110,6 +122,14 @@ pub struct AckEvent<'a> {
     pub ack_seq: u64,
     /// Bytes newly acknowledged by this ACK (0 for a duplicate).
     pub newly_acked: u64,
+    /// TCP flows: consecutive duplicate ACKs so far, this one included (0 if
+    /// this ACK advanced).
+    pub dup_acks: u32,
+    /// TCP flows: the flow is in fast recovery after this ACK.
+    pub in_recovery: bool,
+    /// TCP flows: this ACK acknowledged everything outstanding at the loss,
+    /// ending fast recovery.
+    pub recovery_ended: bool,
     /// The acknowledged packet was CE-marked (DCTCP ECE).
     pub ecn_echo: bool,
     /// Round-trip time of the acknowledged packet (from its echoed send time).
@@ -160,6 +180,15 @@ pub trait CongestionControl {
     /// The retransmission timer expired; the NIC goes back to the first
     /// unacknowledged byte.
     fn on_timeout(&mut self, _ctx: &mut CcCtx) {}
+    /// TCP flows: three duplicate ACKs signalled a loss; the NIC retransmits
+    /// the first unacknowledged segment and enters fast recovery. Called after
+    /// `on_ack` for the third duplicate.
+    fn on_fast_retransmit(&mut self, _ctx: &mut CcCtx) {}
+    /// The loss recovery the algorithm is designed for (used when the
+    /// scenario's `host.loss_recovery` is `auto`).
+    fn transport(&self) -> Transport {
+        Transport::GoBackN
+    }
 }
 
 /// Description of an algorithm parameter, for `ccgym list cc` and checks.
@@ -348,5 +377,12 @@ impl CongestionControl for Cc {
     #[inline]
     fn on_timeout(&mut self, ctx: &mut CcCtx) {
         dispatch!(self, c => c.on_timeout(ctx))
+    }
+    #[inline]
+    fn on_fast_retransmit(&mut self, ctx: &mut CcCtx) {
+        dispatch!(self, c => c.on_fast_retransmit(ctx))
+    }
+    fn transport(&self) -> Transport {
+        dispatch!(self, c => c.transport())
     }
 }
