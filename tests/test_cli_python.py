@@ -163,6 +163,7 @@ def test_incast16_matches_perf_scenario() -> None:
     data, _ = load_scenario("incast-16")
     perf = incast_scenario(16)
     perf.update(name="incast-16", duration="10ms")
+    del perf["cc"]  # line rate is the default
     perf["metrics"] = {"window": ["1ms", "10ms"], "flow_series": True}
     assert data == perf
 
@@ -268,8 +269,25 @@ def test_incast_scenario_is_the_contract_dict() -> None:
                 "start": "0s",
             }
         ],
+        "cc": {"algorithm": "line_rate"},
         "metrics": {"flow_series": False},
     }
+    assert incast_scenario(16, cc="dcqcn")["cc"] == {"algorithm": "dcqcn"}
+
+
+def test_cc_switch_replaces_every_flow_cc() -> None:
+    spec = {
+        "cc": {"algorithm": "fixed_rate", "rate": "1Gbps"},
+        "workload": [
+            {"kind": "long", "cc": {"algorithm": "fixed_rate"}},
+            {"kind": "flows", "flows": [{"src": 1, "dst": 0, "cc": {"algorithm": "x"}}]},
+        ],
+    }
+    data, _ = load_scenario(spec, ["cc.rate=2Gbps"], cc="line_rate")
+    assert data["cc"] == {"algorithm": "line_rate", "rate": "2Gbps"}
+    assert "cc" not in data["workload"][0]
+    assert "cc" not in data["workload"][1]["flows"][0]
+    assert spec["workload"][0]["cc"] == {"algorithm": "fixed_rate"}  # input untouched
 
 
 # --------------------------------------------------------------------------- results

@@ -164,6 +164,7 @@ def perf_table(rows: list[dict[str, Any]]) -> Table:
     """The rows of :func:`ccgym.perf.run_perf` as a rich table."""
     table = Table(title="ccgym perf: standard incast, rates per CPU second of the run loop")
     for title in (
+        "cc",
         "flows",
         "hosts×flows",
         "sim time",
@@ -172,12 +173,14 @@ def perf_table(rows: list[dict[str, Any]]) -> Table:
         "hops/s",
         "ns/hop",
         "vs N=16",
+        "vs line rate",
         "set-up",
         "peak RSS",
     ):
         table.add_column(title, justify="right", no_wrap=True)
     for r in rows:
         table.add_row(
+            str(r.get("cc", "line_rate")),
             _num(r["flows"]),
             f"{r['hosts']}×{r['flows_per_host']}",
             _num(r["sim_time_s"] * 1e3, unit="ms"),
@@ -186,6 +189,7 @@ def perf_table(rows: list[dict[str, Any]]) -> Table:
             _num(r["hops_per_s"], ".1f", "M", scale=1e-6),
             _num(r["ns_per_hop"], ".1f"),
             _num(r.get("ratio_ns_per_hop"), ".2f", "×"),
+            _num(r.get("ratio_vs_line_rate"), ".2f", "×"),
             _num(r["setup_s"], unit="ms", scale=1e3),
             _num(r["peak_rss_mb"], ".0f", "MB"),
         )
@@ -210,7 +214,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides.append(f"seed={args.seed}")
     out = _stdout()
     progress = not args.quiet and Console(stderr=True).is_terminal
-    result = run(args.scenario, overrides=overrides, progress=progress)
+    result = run(args.scenario, overrides=overrides, cc=args.cc, progress=progress)
     if not args.quiet:
         out.print(summary_table(result.summary, result.timing))
     if args.out is not None:
@@ -224,10 +228,14 @@ def cmd_perf(args: argparse.Namespace) -> int:
     from ccgym.perf import STANDARD_FLOWS, run_perf
 
     flows = args.flows or list(STANDARD_FLOWS)
+    ccs = ["line_rate"] + [c for c in args.cc or [] if c != "line_rate"]
     err = Console(stderr=True)
     with err.status("") as status:
         rows = run_perf(
-            flows, args.duration, on_start=lambda n: status.update(f"perf: {n} flows ...")
+            flows,
+            args.duration,
+            on_start=lambda label: status.update(f"perf: {label} ..."),
+            ccs=ccs,
         )
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -236,10 +244,28 @@ def cmd_perf(args: argparse.Namespace) -> int:
     return 0
 
 
+def cc_table(catalogue: list[tuple[str, str, list[tuple[str, str, str]]]]) -> Table:
+    """The congestion-control algorithms with their parameters and defaults."""
+    table = Table(title="congestion control (use with --cc NAME, tune with --set cc.PARAM=V)")
+    for title in ("algorithm", "parameter", "default", "meaning"):
+        table.add_column(title, overflow="fold")
+    for name, summary, params in catalogue:
+        table.add_row(f"[bold]{name}[/bold]", "", "", summary)
+        for pname, default, help_text in params:
+            table.add_row("", pname, default, help_text)
+        table.add_section()
+    return table
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    """``ccgym list scenarios|workloads``: what ships with the package."""
+    """``ccgym list scenarios|workloads|cc``: what ships with the package."""
     from ccgym import scenario as sc
 
+    if args.what == "cc":
+        from ccgym.runner import native
+
+        _stdout().print(cc_table(native().cc_catalogue()))
+        return 0
     if args.what == "scenarios":
         rows = [(name, sc.scenario_description(name)) for name in sc.bundled_scenarios()]
     else:
@@ -287,6 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a scenario value, e.g. --set workload[0].load=0.3 (repeatable)",
     )
+    p.add_argument(
+        "--cc",
+        metavar="NAME",
+        help="run every flow with this congestion control (see `ccgym list cc`); "
+        "tune it with --set cc.PARAM=VALUE",
+    )
     p.add_argument("--seed", type=int, metavar="N", help="shorthand for --set seed=N")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
     p.set_defaults(func=cmd_run)
@@ -302,11 +334,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="flow counts (default: 16 128 1024 8192)",
     )
     p.add_argument("--duration", default=DEFAULT_DURATION, metavar="T", help="simulated time")
+    p.add_argument(
+        "--cc",
+        nargs="+",
+        metavar="NAME",
+        help="also run the benchmark under these CC algorithms (line rate is always measured)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_perf)
 
-    p = sub.add_parser("list", parents=[debug], help="list bundled scenarios or workloads")
-    p.add_argument("what", choices=["scenarios", "workloads"])
+    p = sub.add_parser(
+        "list", parents=[debug], help="list bundled scenarios, workloads or CC algorithms"
+    )
+    p.add_argument("what", choices=["scenarios", "workloads", "cc"])
     p.set_defaults(func=cmd_list)
     return parser
 

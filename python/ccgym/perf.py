@@ -43,8 +43,13 @@ def incast_layout(flows: int) -> tuple[int, int]:
     return hosts, math.ceil(flows / hosts)
 
 
-def incast_scenario(flows: int, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
-    """The standard incast benchmark scenario (the contract's perf dict) for ``flows`` flows."""
+def incast_scenario(
+    flows: int, duration: str | float = DEFAULT_DURATION, cc: str = "line_rate"
+) -> dict[str, Any]:
+    """The standard incast benchmark scenario for ``flows`` flows under congestion control ``cc``.
+
+    N senders -> 1 receiver through one switch, 100 Gb/s, 1 us links, 1 KiB packets, PFC on.
+    """
     hosts, per_host = incast_layout(flows)
     return {
         "name": f"perf-incast-{flows}",
@@ -67,6 +72,7 @@ def incast_scenario(flows: int, duration: str | float = DEFAULT_DURATION) -> dic
                 "start": "0s",
             }
         ],
+        "cc": {"algorithm": cc},
         "metrics": {"flow_series": False},
     }
 
@@ -77,7 +83,9 @@ def _peak_rss_mb() -> float:
     return rss / 1e6 if sys.platform == "darwin" else rss * 1024 / 1e6
 
 
-def measure(flows: int, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
+def measure(
+    flows: int, duration: str | float = DEFAULT_DURATION, cc: str = "line_rate"
+) -> dict[str, Any]:
     """Run the benchmark for ``flows`` flows in this process and return its measurements.
 
     CPU time (``time.process_time``) covers the run loop only; set-up is the simulator's own
@@ -85,7 +93,7 @@ def measure(flows: int, duration: str | float = DEFAULT_DURATION) -> dict[str, A
     """
     sim_mod = native()
     hosts, per_host = incast_layout(flows)
-    sim = sim_mod.Simulation(scenario_json(incast_scenario(flows, duration)), os.getcwd())
+    sim = sim_mod.Simulation(scenario_json(incast_scenario(flows, duration, cc)), os.getcwd())
     end = int(sim.end_ps)
 
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -98,6 +106,7 @@ def measure(flows: int, duration: str | float = DEFAULT_DURATION) -> dict[str, A
 
     events, hops = int(sim.events), int(sim.packet_hops)
     return {
+        "cc": cc,
         "flows": flows,
         "hosts": hosts,
         "flows_per_host": per_host,
@@ -115,35 +124,52 @@ def measure(flows: int, duration: str | float = DEFAULT_DURATION) -> dict[str, A
     }
 
 
-def measure_in_subprocess(flows: int, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
+def measure_in_subprocess(
+    flows: int, duration: str | float = DEFAULT_DURATION, cc: str = "line_rate"
+) -> dict[str, Any]:
     """Run :func:`measure` in a fresh Python process and return its measurements."""
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     cmd = [sys.executable, "-m", "ccgym.perf", str(flows), "--duration", str(duration)]
+    cmd += ["--cc", cc]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
         reason = lines[-1].removeprefix("error: ")
-        raise PerfError(f"perf run with {flows} flows failed: {reason}")
+        raise PerfError(f"perf run with {flows} flows ({cc}) failed: {reason}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def run_perf(
     flows: Iterable[int] = STANDARD_FLOWS,
     duration: str | float = DEFAULT_DURATION,
-    on_start: Callable[[int], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+    ccs: Iterable[str] = ("line_rate",),
 ) -> list[dict[str, Any]]:
-    """Measure each size in its own process; adds ``ratio_ns_per_hop`` relative to N=16."""
+    """Measure each size (and each CC) in its own process.
+
+    Adds ``ratio_ns_per_hop`` (relative to N=16 under the same CC) and ``ratio_vs_line_rate``
+    (relative to the line-rate run of the same size, when it was measured): both are measured
+    in the same invocation, so they hold on a noisy machine where absolute figures do not.
+    """
     rows = []
-    for n in flows:
-        if on_start is not None:
-            on_start(n)
-        rows.append(measure_in_subprocess(n, duration))
-    base = next((r["ns_per_hop"] for r in rows if r["flows"] == 16), None)
+    for cc in ccs:
+        for n in flows:
+            if on_start is not None:
+                on_start(f"{n} flows" + ("" if cc == "line_rate" else f", {cc}"))
+            rows.append(measure_in_subprocess(n, duration, cc))
     for r in rows:
-        ok = base and r["ns_per_hop"] is not None
-        r["ratio_ns_per_hop"] = r["ns_per_hop"] / base if ok else None
+        base = next(
+            (b["ns_per_hop"] for b in rows if b["flows"] == 16 and b["cc"] == r["cc"]), None
+        )
+        line = next(
+            (b["ns_per_hop"] for b in rows if b["flows"] == r["flows"] and b["cc"] == "line_rate"),
+            None,
+        )
+        ok = r["ns_per_hop"] is not None
+        r["ratio_ns_per_hop"] = r["ns_per_hop"] / base if ok and base else None
+        r["ratio_vs_line_rate"] = r["ns_per_hop"] / line if ok and line else None
     return rows
 
 
@@ -152,9 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ccgym.perf", description=__doc__)
     parser.add_argument("flows", type=int)
     parser.add_argument("--duration", default=DEFAULT_DURATION)
+    parser.add_argument("--cc", default="line_rate")
     args = parser.parse_args(argv)
     try:
-        row = measure(args.flows, parse_value(args.duration))
+        row = measure(args.flows, parse_value(args.duration), args.cc)
     except (ValueError, ImportError) as e:  # ValueError includes ScenarioError
         print(f"error: {e}", file=sys.stderr)
         return 2 if isinstance(e, ValueError) else 1

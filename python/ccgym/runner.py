@@ -47,6 +47,7 @@ def run(
     scenario: ScenarioSpec,
     *,
     overrides: Iterable[str] | None = None,
+    cc: str | None = None,
     progress: bool = False,
 ) -> Result:
     """Simulate a scenario and return its :class:`~ccgym.Result`.
@@ -55,12 +56,14 @@ def run(
         scenario: a path to a TOML file, a bundled scenario name (``"incast-16"``), a TOML
             string or a dict; see :func:`ccgym.load_scenario`.
         overrides: ``"dotted.key=value"`` strings applied to the scenario first.
+        cc: run every flow with this congestion control (default parameters, which
+            ``overrides`` such as ``"cc.g=0.0625"`` may then tune).
         progress: show a progress bar (simulated time, events/s) on stderr.
 
     Raises:
         ScenarioError: the scenario is invalid (the message names the field and the value).
     """
-    data, base_dir = load_scenario(scenario, overrides)
+    data, base_dir = load_scenario(scenario, overrides, cc=cc)
     sim_mod = native()
     t_start = time.perf_counter()
     sim = sim_mod.Simulation(scenario_json(data), str(base_dir))

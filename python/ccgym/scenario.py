@@ -60,7 +60,7 @@ def _first_comment(path: Path) -> str:
 
 
 def load_scenario(
-    spec: ScenarioSpec, overrides: Iterable[str] | None = None
+    spec: ScenarioSpec, overrides: Iterable[str] | None = None, *, cc: str | None = None
 ) -> tuple[dict[str, Any], Path]:
     """Load a scenario and prepare it for the simulator.
 
@@ -71,6 +71,9 @@ def load_scenario(
         overrides: ``"dotted.key=value"`` strings applied in order, e.g. ``"seed=3"``,
             ``"switch.pfc.enabled=false"``, ``"workload[0].load=0.3"``. The value is parsed as
             a TOML value and taken as a plain string when that fails (``duration=50ms``).
+        cc: switch every flow to this congestion control with its default parameters (the
+            scenario's ``[cc]`` table and any per-workload or per-flow ``cc`` are replaced);
+            applied before ``overrides``, so ``cc.<param>=...`` overrides tune it.
 
     Returns:
         ``(scenario, base_dir)``: the scenario dict, with bare workload CDF names replaced by
@@ -82,10 +85,23 @@ def load_scenario(
             file and line), an override is malformed, or a workload CDF name is unknown.
     """
     data, base_dir = _read_spec(spec)
+    if cc is not None:
+        set_cc(data, cc)
     for text in overrides or ():
         apply_override(data, text)
     _resolve_workload_cdfs(data, base_dir)
     return data, base_dir
+
+
+def set_cc(data: dict[str, Any], algorithm: str) -> None:
+    """Make every flow of the scenario ``data`` use ``algorithm`` with default parameters."""
+    data["cc"] = {"algorithm": algorithm}
+    for w in data.get("workload") or []:
+        if isinstance(w, dict):
+            w.pop("cc", None)
+            for f in w.get("flows") or []:
+                if isinstance(f, dict):
+                    f.pop("cc", None)
 
 
 def _read_spec(spec: ScenarioSpec) -> tuple[dict[str, Any], Path]:
