@@ -494,10 +494,16 @@ impl Simulation {
         let arrival = self.now + ser + pt.delay;
         let first = pt.wire.is_empty();
         pt.wire.push_back((arrival, pid));
-        // A switch port with nothing else to send needs no wake-up when this
-        // packet ends; a later arrival arms one (see `try_send`). ACK paths
-        // are mostly like this, which saves an event per hop there.
-        if pt.is_host || pt.queued > 0 || !pt.pfc_out.is_empty() {
+        // A port with nothing else to send needs no wake-up when this packet
+        // ends; a later packet arms one (see `try_send`). ACK paths are mostly
+        // like this, which saves an event per hop there. (Host ids equal node ids.)
+        let more = pt.queued > 0
+            || !pt.pfc_out.is_empty()
+            || (pt.is_host && {
+                let h = &self.hosts[pt.node as usize];
+                h.current.is_some() || !h.ready.is_empty()
+            });
+        if more {
             pt.tx_pending = true;
             self.events.push(self.now + ser, Event::TxDone { port });
         }
