@@ -45,7 +45,7 @@ TABLE_COLUMNS: dict[str, list[str]] = {
 
 SUMMARY_KEYS = {
     "scenario", "seed", "duration_s", "simulated_s", "window_s", "events", "packet_hops",
-    "bottleneck", "network", "flows", "paper", "conservation", "ports",
+    "bottleneck", "network", "flows", "messages", "paper", "conservation", "ports",
 }  # fmt: skip
 
 
@@ -217,7 +217,7 @@ BAD_INPUTS: list[tuple[str, Any, list[str], str, list[str]]] = [
     ("unreachable-destination",
      base(topology=custom_disconnected(),
           workload=[{"kind": "flows", "flows": [{"src": "a", "dst": "b"}]}]), [],
-     "workload[0]", ["0 -> 1", "unreachable"]),
+     "workload[0]", ["a -> b", "unreachable"]),
     ("zero-buffer-with-pfc", base(switch={"buffer": 0, "pfc": {"enabled": True}}), [],
      "switch.buffer", ["lossless"]),
     ("kmin-above-kmax", base(switch={"ecn": {"kmin": "2MB", "kmax": "1MB"}}), [],
@@ -247,7 +247,7 @@ BAD_INPUTS: list[tuple[str, Any, list[str], str, list[str]]] = [
      ["sack", "go_back_n"]),
     ("no-workload", base(workload=[]), [], "workload", ["at least one"]),
     ("stop-after-end", base(), ["workload[0].stop=5ms"], "workload[0].stop",
-     ["0.005s", "after the end"]),
+     ["5ms", "after the end"]),
 ]  # fmt: skip
 
 
@@ -391,4 +391,5 @@ def test_long_short_short_flows_send_six_messages_that_complete() -> None:
     # The long flow carries no messages and delivers most of the bottleneck's bandwidth.
     long_rate = info.loc[info["flow_id"] == long_id, "window_gbps"].item()
     assert long_rate > 80
-    assert result.summary["flows"]["fct_us"]["p99"] is not None
+    assert result.summary["messages"]["count"] == 6
+    assert result.summary["messages"]["fct_us"]["p99"] is not None

@@ -11,6 +11,8 @@ pub struct LogHist {
     pub sum: f64,
     /// Largest sample.
     pub max: u64,
+    /// Smallest sample.
+    pub min: u64,
 }
 
 const BUCKETS: usize = 48 * 16;
@@ -28,7 +30,7 @@ fn bucket_bounds(b: usize) -> (f64, f64) {
 
 impl Default for LogHist {
     fn default() -> Self {
-        LogHist { counts: vec![0; BUCKETS], n: 0, sum: 0.0, max: 0 }
+        LogHist { counts: vec![0; BUCKETS], n: 0, sum: 0.0, max: 0, min: u64::MAX }
     }
 }
 
@@ -48,6 +50,7 @@ impl LogHist {
         self.n += 1;
         self.sum += v as f64;
         self.max = self.max.max(v);
+        self.min = self.min.min(v);
     }
 
     /// Mean of the samples, or `None` without samples.
@@ -55,19 +58,23 @@ impl LogHist {
         (self.n > 0).then(|| self.sum / self.n as f64)
     }
 
-    /// Approximate quantile `q` in [0, 1] (bucket midpoint), or `None`.
+    /// Approximate quantile `q` in [0, 1], or `None`: interpolated by rank
+    /// inside its bucket and kept within the observed [min, max].
     pub fn quantile(&self, q: f64) -> Option<f64> {
         if self.n == 0 {
             return None;
         }
-        let target = (q * self.n as f64).ceil().max(1.0) as u64;
-        let mut acc = 0;
+        let target = (q.clamp(0.0, 1.0) * self.n as f64).max(1.0);
+        let mut acc = 0u64;
         for (b, &c) in self.counts.iter().enumerate() {
-            acc += c;
-            if acc >= target {
+            if c > 0 && (acc + c) as f64 >= target {
                 let (lo, hi) = bucket_bounds(b);
-                return Some((0.5 * (lo + hi)).min(self.max as f64));
+                let lo = lo.max(self.min as f64);
+                let hi = hi.min(self.max as f64).max(lo);
+                let frac = (target - acc as f64) / c as f64;
+                return Some(lo + (hi - lo) * frac);
             }
+            acc += c;
         }
         Some(self.max as f64)
     }
@@ -118,7 +125,12 @@ mod tests {
             h.add(v * 1000);
         }
         let p50 = h.quantile(0.5).unwrap();
-        assert!((p50 / 5_000_000.0 - 1.0).abs() < 0.05, "{p50}");
+        assert!((p50 / 5_000_000.0 - 1.0).abs() < 0.02, "{p50}");
+        let mut flat = LogHist::default();
+        for _ in 0..100 {
+            flat.add(838_800);
+        }
+        assert_eq!(flat.quantile(0.99), Some(838_800.0));
         assert!((h.mean().unwrap() - 5_000_500.0).abs() < 1.0);
     }
 }

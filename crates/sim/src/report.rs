@@ -44,17 +44,25 @@ fn pcts(v: &[f64], scale: f64) -> Value {
 }
 
 impl Simulation {
-    fn window_len(&self) -> Time {
+    /// Length of the collection window run so far (`None` before it starts).
+    fn window_len(&self) -> Option<Time> {
         let (a, b) = self.window();
-        b.min(self.now()).saturating_sub(a).max(1)
+        let len = b.min(self.now()).saturating_sub(a);
+        (len > 0).then_some(len)
     }
 
-    /// Utilisation of port `p` over the collection window.
-    pub fn port_utilization(&self, p: u32) -> f64 {
+    /// Bytes port `p` transmitted inside the collection window so far.
+    fn port_window_bytes(&self, p: u32) -> u64 {
         let pt = &self.ports[p as usize];
         let end = if self.now() >= self.window().1 { pt.stats.tx_at_window[1] } else { pt.tx_bytes };
-        let bytes = end.saturating_sub(pt.stats.tx_at_window[0]);
-        bytes as f64 * 8.0 / (pt.rate_bps as f64 * ps_to_s(self.window_len()))
+        end.saturating_sub(pt.stats.tx_at_window[0])
+    }
+
+    /// Utilisation of port `p` over the collection window (NaN before it starts).
+    pub fn port_utilization(&self, p: u32) -> f64 {
+        let Some(len) = self.window_len() else { return f64::NAN };
+        let rate = self.ports[p as usize].rate_bps as f64;
+        self.port_window_bytes(p) as f64 * 8.0 / (rate * ps_to_s(len))
     }
 
     /// Queue-length samples of switch port index `i` (in `series.ports`) inside the window.
@@ -90,14 +98,14 @@ impl Simulation {
     pub fn summary(&self) -> Value {
         let sc = &self.scenario;
         let (wa, wb) = self.window();
-        // Bottleneck: the switch port that carried the most bytes in the window.
-        let mut best: Option<(u32, u64)> = None;
-        for &p in &self.series.ports {
-            let pt = &self.ports[p as usize];
-            let end = if self.now() >= wb { pt.stats.tx_at_window[1] } else { pt.tx_bytes };
-            let b = end.saturating_sub(pt.stats.tx_at_window[0]);
-            if best.is_none_or(|(_, bb)| b > bb) {
-                best = Some((p, b));
+        // Bottleneck: the most utilised switch port in the window (ties: more bytes).
+        let mut best: Option<(u32, f64, u64)> = None;
+        if self.window_len().is_some() {
+            for &p in &self.series.ports {
+                let (u, b) = (self.port_utilization(p), self.port_window_bytes(p));
+                if b > 0 && best.is_none_or(|(_, bu, bb)| u > bu + 1e-9 || (u >= bu - 1e-9 && b > bb)) {
+                    best = Some((p, u, b));
+                }
             }
         }
         let mut ports_json = vec![];
@@ -119,7 +127,7 @@ impl Simulation {
                 "utilization": self.port_utilization(p),
                 "queue_mean_kb": opt(q.iter().sum::<f64>().checked_div_len(q.len()).map(|v| v / 1e3)),
                 "queue_p99_kb": opt(quantile(&q, 0.99).map(|v| v / 1e3)),
-                "queue_max_kb": st.max_queue as f64 / 1e3,
+                "queue_max_kb": st.win_max_queue as f64 / 1e3,
                 "queue_latency_mean_us": opt(st.latency.mean().map(|v| v / 1e6)),
                 "queue_latency_p99_us": opt(st.latency.quantile(0.99).map(|v| v / 1e6)),
                 "drops_packets": st.win_drops,
@@ -127,10 +135,12 @@ impl Simulation {
                 "ecn_marks": st.win_ecn_marks,
                 "pfc_pauses": st.win_pfc_pauses_sent,
                 "ecn_profile": ecn_profile_json(pt),
-                "paused_fraction": ps_to_s(self.ports[pt.peer as usize].stats.win_paused_time) / ps_to_s(self.window_len()),
+                "paused_fraction": opt(self.window_len().map(|len| {
+                    ps_to_s(self.ports[pt.peer as usize].stats.win_paused_time) / ps_to_s(len)
+                })),
             }));
         }
-        let bottleneck = best.map(|(p, _)| {
+        let bottleneck = best.map(|(p, _, _)| {
             let i = self.series.ports.iter().position(|&x| x == p).expect("sampled port");
             let pt = &self.ports[p as usize];
             let q = self.queue_samples(i);
@@ -140,7 +150,7 @@ impl Simulation {
                 "utilization": self.port_utilization(p),
                 "queue_mean_kb": opt(q.iter().sum::<f64>().checked_div_len(q.len()).map(|v| v / 1e3)),
                 "queue_p99_kb": opt(quantile(&q, 0.99).map(|v| v / 1e3)),
-                "queue_max_kb": pt.stats.max_queue as f64 / 1e3,
+                "queue_max_kb": pt.stats.win_max_queue as f64 / 1e3,
                 "queue_latency_mean_us": opt(pt.stats.latency.mean().map(|v| v / 1e6)),
                 "queue_latency_p99_us": opt(pt.stats.latency.quantile(0.99).map(|v| v / 1e6)),
             })
@@ -149,7 +159,11 @@ impl Simulation {
         let mut rates = vec![];
         let mut host_bytes = vec![0.0f64; self.topo.n_hosts as usize];
         let mut host_active = vec![false; self.topo.n_hosts as usize];
+        // Message streams are left out: their rate is their application's, not a share.
         for fid in 0..self.flows.len() {
+            if !self.flows[fid].messages.is_empty() {
+                continue;
+            }
             if let Some((bytes, secs)) = self.flow_window(fid) {
                 rates.push(bytes * 8.0 / secs / 1e9);
                 let src = self.flows[fid].src as usize;
@@ -158,22 +172,26 @@ impl Simulation {
             }
         }
         let host_rates: Vec<f64> = host_bytes.iter().zip(&host_active).filter(|(_, &a)| a).map(|(b, _)| *b).collect();
+        // FCT of finite flows that started inside the window; messages separately.
         let mut fct = vec![];
         let mut slow = vec![];
-        let mut completed = 0;
+        let mut msg_fct = vec![];
+        let (mut completed, mut messages, mut messages_done) = (0, 0, 0);
         for f in &self.flows {
             if let Some(t) = f.finished {
                 completed += 1;
-                if f.ctl.size != UNLIMITED && f.messages.is_empty() && f.ideal_fct > 0 && f.stop.is_none() {
+                let counted = f.start >= wa && f.start < wb && f.stop.is_none();
+                if f.ctl.size != UNLIMITED && f.messages.is_empty() && f.ideal_fct > 0 && counted {
                     let d = (t - f.start) as f64;
                     fct.push(d);
                     slow.push(d / f.ideal_fct as f64);
                 }
             }
-            // Each message of a message stream counts as one transfer.
             for &(arr, _, done) in &f.messages {
+                messages += 1;
                 if let Some(d) = done {
-                    fct.push((d - arr) as f64);
+                    messages_done += 1;
+                    msg_fct.push((d - arr) as f64);
                 }
             }
         }
@@ -208,6 +226,11 @@ impl Simulation {
                 "slowdown": pcts(&slow, 1.0),
                 "retransmitted_bytes": self.flows.iter().map(|f| f.retx_bytes).sum::<u64>(),
                 "timeouts": self.flows.iter().map(|f| f.timeouts).sum::<u64>(),
+            },
+            "messages": {
+                "count": messages,
+                "completed": messages_done,
+                "fct_us": pcts(&msg_fct, 1e-6),
             },
             "paper": {
                 "SU": opt(su.map(|v| v * 100.0)),
@@ -289,7 +312,9 @@ impl Simulation {
                     Column::F64(
                         fl.iter()
                             .map(|f| match f.finished {
-                                Some(t) if f.ideal_fct > 0 => (t - f.start) as f64 / f.ideal_fct as f64,
+                                Some(t) if f.ideal_fct > 0 && f.messages.is_empty() => {
+                                    (t - f.start) as f64 / f.ideal_fct as f64
+                                }
                                 _ => nan,
                             })
                             .collect(),

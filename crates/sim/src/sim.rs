@@ -16,7 +16,7 @@ use crate::net::port::{Port, PortStats, Queue, Red, SchedKind};
 use crate::net::switch::{Admit, Mmu};
 use crate::packet::{IntHop, PacketKind, PacketPool, PktId};
 use crate::topology::{ecmp_index, NodeKind, Topology};
-use crate::units::{ser_time, Time, SEC, US};
+use crate::units::{fmt_time, ser_time, Time, SEC, US};
 use crate::workload::{FlowSpec, WorkloadBuilder, UNLIMITED};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -171,7 +171,7 @@ impl Simulation {
                     busy_until: 0,
                     tx_pending: false,
                     paused: 0,
-                    paused_since: [0; 8],
+                    paused_since: 0,
                     pfc_out: Default::default(),
                     wire: Default::default(),
                     tx_bytes: 0,
@@ -195,8 +195,9 @@ impl Simulation {
                             // Everything that can still arrive after XOFF: a cable round
                             // trip, a packet in flight each way and 1 us of response time.
                             let ps = &topo.ports[p as usize];
+                            let back = topo.ports[ps.peer as usize].delay;
                             let bytes_per_ps = ps.rate_bps as f64 / 8.0 / SEC as f64;
-                            (bytes_per_ps * (2 * ps.delay + US) as f64) as u64 + 2 * mtu_wire
+                            (bytes_per_ps * (ps.delay + back + US) as f64) as u64 + 2 * mtu_wire
                         }
                     })
                     .collect();
@@ -295,7 +296,7 @@ impl Simulation {
             let first_msg =
                 if s.messages.is_empty() { s.size } else { s.size - s.messages.iter().map(|m| m.1).sum::<u64>() };
             let mut messages = Vec::new();
-            if !s.messages.is_empty() {
+            if s.stream {
                 let mut end = first_msg;
                 messages.push((s.start, end, None));
                 for &(t, b) in &s.messages {
@@ -556,14 +557,14 @@ impl Simulation {
         let pt = &mut self.ports[port as usize];
         let bit = 1u8 << class;
         if pause {
-            if pt.paused & bit == 0 {
-                pt.paused |= bit;
-                pt.paused_since[class as usize] = now;
+            if pt.paused == 0 {
+                pt.paused_since = now;
             }
+            pt.paused |= bit;
         } else if pt.paused & bit != 0 {
             pt.paused &= !bit;
-            if in_window {
-                let since = pt.paused_since[class as usize].max(self.window.0);
+            if in_window && pt.paused == 0 {
+                let since = pt.paused_since.max(self.window.0);
                 pt.stats.win_paused_time += now.saturating_sub(since);
             }
             if pt.is_host {
@@ -659,6 +660,9 @@ impl Simulation {
                 pt.queues[q].bytes += size;
                 pt.queued += size;
                 pt.stats.max_queue = pt.stats.max_queue.max(pt.queued);
+                if self.in_window {
+                    pt.stats.win_max_queue = pt.stats.win_max_queue.max(pt.queued);
+                }
                 if pause {
                     self.send_pfc(in_port, class, true);
                 }
@@ -1232,10 +1236,11 @@ impl Simulation {
                     self.schedule_flow(fid);
                 }
                 AppAction::Stop => {
-                    if f.ctl.size == UNLIMITED {
-                        // Stop offering data; what is in flight still completes.
-                        f.app_limit = f.ctl.snd_nxt.max(f.max_sent);
+                    if f.finished.is_none() {
+                        // Stop offering data; what was sent still completes.
+                        f.app_limit = f.app_limit.min(f.ctl.snd_nxt.max(f.max_sent));
                         f.ctl.size = f.app_limit;
+                        f.messages.retain(|m| m.1 <= f.app_limit);
                         self.after_progress(fid);
                     }
                 }
@@ -1324,10 +1329,8 @@ impl Simulation {
         let start = self.window.0;
         for pt in &mut self.ports {
             pt.stats.tx_at_window[1] = pt.tx_bytes;
-            for c in 0..8 {
-                if pt.paused & (1 << c) != 0 {
-                    pt.stats.win_paused_time += now.saturating_sub(pt.paused_since[c].max(start));
-                }
+            if pt.paused != 0 {
+                pt.stats.win_paused_time += now.saturating_sub(pt.paused_since.max(start));
             }
         }
         for f in &mut self.flows {
@@ -1507,10 +1510,14 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
     let m = &sc.metrics;
     if let Some([a, b]) = m.window {
         if a.0 >= b.0 {
-            return e("metrics.window", &format!("[{}, {}] ps", a.0, b.0), "start must be before end");
+            return e("metrics.window", &format!("[{}, {}]", fmt_time(a.0), fmt_time(b.0)), "start must be before end");
         }
         if b.0 > sc.duration.0 {
-            return e("metrics.window", &format!("[{}, {}] ps", a.0, b.0), "ends after the end of the run (duration)");
+            return e(
+                "metrics.window",
+                &format!("[{}, {}]", fmt_time(a.0), fmt_time(b.0)),
+                &format!("ends after the end of the run (duration = {})", fmt_time(sc.duration.0)),
+            );
         }
     }
     if m.sample_interval.0 == 0 {

@@ -57,6 +57,11 @@ pub struct Topology {
     route_start: Vec<u32>,
     route_len: Vec<u16>,
     route_ports: Vec<u32>,
+    /// Per host: index of its attachment switch among the route targets.
+    host_target: Vec<u32>,
+    /// Per host: the attachment switch's port toward the host.
+    host_down_port: Vec<u32>,
+    n_targets: u32,
     host_names: HashMap<String, u32>,
 }
 
@@ -212,8 +217,8 @@ impl Topology {
             "fat_tree" => {
                 only_fields(cfg, &["k", "fabric_rate", "fabric_delay"])?;
                 let k = need(cfg.k, "k", "fat_tree")?;
-                if k < 2 || k % 2 == 1 || k > 64 {
-                    return Err(ConfigError::new("topology.k", k, "must be an even number from 2 to 64"));
+                if k < 2 || k % 2 == 1 || k > 48 {
+                    return Err(ConfigError::new("topology.k", k, "must be an even number from 2 to 48"));
                 }
                 let half = k / 2;
                 let hosts: Vec<u32> = (0..k * half * half).map(|i| b.host(format!("h{i}"))).collect();
@@ -278,7 +283,15 @@ impl Topology {
     /// Equal-cost next-hop ports of switch `s` toward host `dst` (empty if unreachable).
     #[inline]
     pub fn next_hops(&self, s: u32, dst: u32) -> &[u32] {
-        let i = (s * self.n_hosts + dst) as usize;
+        let t = self.host_target[dst as usize];
+        if t == u32::MAX {
+            return &[];
+        }
+        let down = &self.host_down_port[dst as usize];
+        if self.ports[*down as usize].node == self.n_hosts + s {
+            return std::slice::from_ref(down);
+        }
+        let i = s as usize * self.n_targets as usize + t as usize;
         let start = self.route_start[i] as usize;
         &self.route_ports[start..start + self.route_len[i] as usize]
     }
@@ -315,26 +328,48 @@ impl Topology {
         out
     }
 
+    /// Routes are computed per *attachment switch* (the switch a host hangs
+    /// off), not per host: hosts under one top-of-rack switch share every
+    /// route, which keeps tables and set-up small on large fat trees.
     fn compute_routes(&mut self) {
-        let nh = self.n_hosts as usize;
         let ns = self.n_switches as usize;
-        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); ns * nh];
+        // Attachment switch of each host (u32::MAX when its link goes straight to a host).
+        let mut targets: Vec<u32> = Vec::new();
+        let mut target_of_node: HashMap<u32, u32> = HashMap::new();
+        self.host_target = Vec::with_capacity(self.n_hosts as usize);
+        self.host_down_port = Vec::with_capacity(self.n_hosts as usize);
+        for h in 0..self.n_hosts {
+            let up = self.host_port(h);
+            let sw = self.ports[up as usize].peer;
+            let sw_node = self.ports[sw as usize].node;
+            if matches!(self.nodes[sw_node as usize].kind, NodeKind::Switch(_)) {
+                let next = targets.len() as u32;
+                let t = *target_of_node.entry(sw_node).or_insert(next);
+                if t == next {
+                    targets.push(sw_node);
+                }
+                self.host_target.push(t);
+                self.host_down_port.push(sw);
+            } else {
+                self.host_target.push(u32::MAX);
+                self.host_down_port.push(u32::MAX);
+            }
+        }
+        let nt = targets.len();
+        self.n_targets = nt as u32;
+        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); ns * nt];
         let mut dist = vec![u32::MAX; self.nodes.len()];
         let mut queue = VecDeque::new();
-        for h in 0..self.n_hosts {
+        for (t, &root) in targets.iter().enumerate() {
             dist.iter_mut().for_each(|d| *d = u32::MAX);
-            dist[h as usize] = 0;
+            dist[root as usize] = 0;
             queue.clear();
-            queue.push_back(h);
-            // Breadth-first from the destination; only switches forward.
+            queue.push_back(root);
+            // Breadth-first from the destination switch; hosts do not forward.
             while let Some(n) = queue.pop_front() {
-                let is_host = matches!(self.nodes[n as usize].kind, NodeKind::Host(_));
-                if is_host && n != h {
-                    continue;
-                }
                 for &p in &self.nodes[n as usize].ports {
                     let m = self.peer_node(p);
-                    if dist[m as usize] == u32::MAX {
+                    if dist[m as usize] == u32::MAX && matches!(self.nodes[m as usize].kind, NodeKind::Switch(_)) {
                         dist[m as usize] = dist[n as usize] + 1;
                         queue.push_back(m);
                     }
@@ -343,15 +378,13 @@ impl Topology {
             for (node_id, node) in self.nodes.iter().enumerate() {
                 if let NodeKind::Switch(s) = node.kind {
                     let d = dist[node_id];
-                    if d == u32::MAX {
+                    if d == u32::MAX || d == 0 {
                         continue;
                     }
-                    let list = &mut lists[s as usize * nh + h as usize];
+                    let list = &mut lists[s as usize * nt + t];
                     for &p in &node.ports {
                         let m = self.peer_node(p);
-                        let toward = dist[m as usize] != u32::MAX && dist[m as usize] + 1 == d;
-                        let forwards = m == h || matches!(self.nodes[m as usize].kind, NodeKind::Switch(_));
-                        if toward && forwards {
+                        if dist[m as usize] != u32::MAX && dist[m as usize] + 1 == d {
                             list.push(p);
                         }
                     }

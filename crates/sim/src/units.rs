@@ -26,6 +26,20 @@ pub fn ps_to_s(t: Time) -> f64 {
     t as f64 / SEC as f64
 }
 
+/// Formats a time for people: "2ms", "1.5us", "80ps".
+pub fn fmt_time(t: Time) -> String {
+    let (v, unit) = match t {
+        0 => return "0s".into(),
+        t if t >= SEC => (t as f64 / SEC as f64, "s"),
+        t if t >= MS => (t as f64 / MS as f64, "ms"),
+        t if t >= US => (t as f64 / US as f64, "us"),
+        t if t >= NS => (t as f64 / NS as f64, "ns"),
+        t => (t as f64, "ps"),
+    };
+    let s = format!("{v:.6}");
+    format!("{}{unit}", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// Serialization time of `bytes` on a link of `rate_bps`, in picoseconds (rounded up so
 /// that a link never transmits faster than its rate).
 pub fn ser_time(bytes: u64, rate_bps: u64) -> Time {
@@ -93,6 +107,9 @@ fn to_ps(ps: f64) -> Result<Time, String> {
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     let (v, unit) =
         split_number(s).ok_or_else(|| "expected a number with a unit (bps, Kbps, Mbps, Gbps, Tbps)".to_string())?;
+    if unit.contains('B') {
+        return Err(format!("`{unit}` is bytes per second; write rates in bits (bps, Mbps, Gbps)"));
+    }
     let scale = match unit.to_ascii_lowercase().as_str() {
         "" | "bps" | "b/s" => 1.0,
         "kbps" | "kb/s" | "k" => 1e3,
@@ -199,6 +216,9 @@ mod tests {
         assert!(parse_rate("-5Gbps").is_err());
         assert!(parse_time("5 parsecs").is_err());
         assert!(parse_time("-1us").is_err());
+        assert!(parse_rate("100MBps").unwrap_err().contains("bytes per second"));
+        assert_eq!(fmt_time(2 * MS), "2ms");
+        assert_eq!(fmt_time(1_500_000), "1.5us");
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub struct FlowSpec {
     pub cc_field: String,
     /// Extra messages: (arrival time, bytes) appended to the flow's data.
     pub messages: Vec<(Time, u64)>,
+    /// The flow is a message stream: each message's completion is recorded.
+    pub stream: bool,
     /// Index of the workload entry that made it.
     pub workload: u32,
 }
@@ -110,11 +112,27 @@ impl Cdf {
 
     /// Mean size under the chosen sampling convention.
     pub fn mean(&self) -> f64 {
+        self.mean_capped(f64::INFINITY)
+    }
+
+    /// Mean of min(size, cap): the mean flow size when samples are capped.
+    pub fn mean_capped(&self, cap: f64) -> f64 {
         let p = &self.points;
-        let mut m = p[0].0 * p[0].1;
+        let mut m = p[0].0.min(cap) * p[0].1;
         for w in p.windows(2) {
-            let dc = w[1].1 - w[0].1;
-            m += if self.step { w[1].0 * dc } else { 0.5 * (w[0].0 + w[1].0) * dc };
+            let ((x0, c0), (x1, c1)) = (w[0], w[1]);
+            let dc = c1 - c0;
+            m += if self.step {
+                x1.min(cap) * dc
+            } else if x1 <= cap {
+                0.5 * (x0 + x1) * dc
+            } else if x0 >= cap {
+                cap * dc
+            } else {
+                // Linear segment cut at the cap: the part below averages (x0 + cap) / 2.
+                let f = (cap - x0) / (x1 - x0);
+                f * dc * 0.5 * (x0 + cap) + (1.0 - f) * dc * cap
+            };
         }
         m
     }
@@ -168,7 +186,10 @@ impl<'a> WorkloadBuilder<'a> {
                 if !self.topo.reachable(fl.src, fl.dst) {
                     return Err(ConfigError::new(
                         f.to_string(),
-                        format!("{} -> {}", fl.src, fl.dst),
+                        format!(
+                            "{} -> {}",
+                            self.topo.nodes[fl.src as usize].name, self.topo.nodes[fl.dst as usize].name
+                        ),
                         "destination host is unreachable from the source",
                     ));
                 }
@@ -233,7 +254,11 @@ impl<'a> WorkloadBuilder<'a> {
 
     fn time_in_run(&self, field: &str, t: Time) -> CfgResult<Time> {
         if t > self.duration {
-            return Err(ConfigError::new(field, format!("{}s", t as f64 / SEC as f64), "is after the end of the run"));
+            return Err(ConfigError::new(
+                field,
+                crate::units::fmt_time(t),
+                format!("is after the end of the run (duration = {})", crate::units::fmt_time(self.duration)),
+            ));
         }
         Ok(t)
     }
@@ -306,6 +331,7 @@ impl<'a> WorkloadBuilder<'a> {
             cc,
             cc_field,
             messages: vec![],
+            stream: false,
             workload: idx,
         };
         match w.kind.as_str() {
@@ -424,7 +450,15 @@ impl<'a> WorkloadBuilder<'a> {
                             .filter(|&(t, _)| t < self.duration)
                             .collect();
                         let total = size + msgs.iter().map(|m| m.1).sum::<u64>();
-                        out.push(FlowSpec { src: s, dst: r, size: total, start, messages: msgs, ..base.clone() });
+                        out.push(FlowSpec {
+                            src: s,
+                            dst: r,
+                            size: total,
+                            start,
+                            messages: msgs,
+                            stream: true,
+                            ..base.clone()
+                        });
                     }
                 }
             }
@@ -518,7 +552,7 @@ impl<'a> WorkloadBuilder<'a> {
             .map_err(|e| ConfigError::new(&cdf_field, format!("\"{path_s}\""), format!("cannot read the file: {e}")))?;
         let cdf = Cdf::parse(&text, step, &cdf_field, path_s)?;
         let cap = w.max_size.map(|s| s.0 as f64).unwrap_or(f64::INFINITY);
-        let mean = cdf.mean().min(cap).max(1.0);
+        let mean = cdf.mean_capped(cap).max(1.0);
         let hosts: Vec<u32> = match &w.hosts {
             Some(list) => list
                 .iter()

@@ -92,10 +92,12 @@ pub struct PortStats {
     pub pfc_pauses_sent: u64,
     /// PFC pause frames sent inside the window.
     pub win_pfc_pauses_sent: u64,
-    /// Time this port spent paused by its peer inside the window.
+    /// Time inside the window during which the peer paused at least one class of this port.
     pub win_paused_time: Time,
-    /// Largest queue length seen (bytes, all queues).
+    /// Largest queue length seen (bytes, all queues), over the whole run.
     pub max_queue: u64,
+    /// Largest queue length seen inside the window.
+    pub win_max_queue: u64,
     /// Queue latency of data packets dequeued in the window (histogram).
     pub latency: crate::metrics::LogHist,
     /// Transmitted bytes at window start / end (for utilisation).
@@ -144,8 +146,8 @@ pub struct Port {
     pub tx_pending: bool,
     /// Classes paused by the peer's PFC (bit per class).
     pub paused: u8,
-    /// When each class got paused (for paused-time statistics).
-    pub paused_since: [Time; 8],
+    /// Since when at least one class has been paused (valid while `paused != 0`).
+    pub paused_since: Time,
     /// PFC frames to send before anything else.
     pub pfc_out: VecDeque<PktId>,
     /// Packets on the wire: (arrival time at the peer, packet).
