@@ -363,31 +363,38 @@ impl Dcqcn {
 
     /// Alpha at time `now` (without changing the state).
     pub fn alpha_at(&self, now: Time) -> f64 {
-        let mut s = self.clone();
-        s.advance_alpha(now);
-        s.alpha
+        self.alpha_ahead(now).0
     }
 
-    /// Folds the alpha-grid ticks up to `now` into `alpha`.
-    #[inline]
-    fn advance_alpha(&mut self, now: Time) {
+    /// Alpha with the alpha-grid ticks up to `now` folded in, and that tick count.
+    fn alpha_ahead(&self, now: Time) -> (f64, u64) {
         if !self.cnp_seen {
-            return;
+            return (self.alpha, self.alpha_ticks);
         }
-        let n = (now - self.alpha_origin) / self.cfg.alpha_interval;
+        let n = now.saturating_sub(self.alpha_origin) / self.cfg.alpha_interval;
         if n <= self.alpha_ticks {
-            return;
+            return (self.alpha, self.alpha_ticks);
         }
         let mut k = n - self.alpha_ticks;
-        self.alpha_ticks = n;
         let keep = 1.0 - self.cfg.g;
+        let mut a = self.alpha;
         if self.alpha_flag {
-            self.alpha = keep * self.alpha + self.cfg.g;
-            self.alpha_flag = false;
+            a = keep * a + self.cfg.g;
             k -= 1;
         }
         if k > 0 {
-            self.alpha *= keep.powi(k.min(i32::MAX as u64) as i32);
+            a *= keep.powi(k.min(i32::MAX as u64) as i32);
+        }
+        (a, n)
+    }
+
+    /// Folds the alpha-grid ticks up to `now` into `alpha`.
+    fn advance_alpha(&mut self, now: Time) {
+        let (a, n) = self.alpha_ahead(now);
+        if n != self.alpha_ticks {
+            self.alpha = a;
+            self.alpha_ticks = n;
+            self.alpha_flag = false;
         }
     }
 
@@ -654,7 +661,8 @@ fn parse(p: &Params) -> Result<DcqcnConfig, ConfigError> {
     c.rate_hai = p.rate("rate_hai", c.rate_hai)?;
     c.min_rate = p.rate("min_rate", c.min_rate)?;
     c.clamp_target = flag(p, "clamp_target", c.clamp_target)?;
-    c.hyper_step = match string(p, "hyper_step", if c.hyper_step == HyperStep::Linear { "linear" } else { "constant" })? {
+    c.hyper_step = match string(p, "hyper_step", if c.hyper_step == HyperStep::Linear { "linear" } else { "constant" })?
+    {
         "linear" => HyperStep::Linear,
         "constant" => HyperStep::Constant,
         _ => return Err(p.bad("hyper_step", "use \"linear\" or \"constant\"")),
