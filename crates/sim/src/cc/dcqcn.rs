@@ -113,32 +113,50 @@
 //! # Timers and cost: what is exact and what is approximated
 //!
 //! The core gives one timer per flow; this file multiplexes the increase
-//! timer and the decrease check on it and arms only the earliest deadline.
-//! A deadline that moves later (a CNP restarts the increase timer) does not
-//! re-arm the core timer: the old one fires early, finds nothing due and
-//! re-arms, so a burst of CNPs costs one extra event per increase period at
-//! most rather than one per CNP.
-//! * Alpha decay (both variants) is exact but lazy: alpha is stored with the
-//!   index of the last alpha-grid tick it includes, and brought up to date by
-//!   `(1-g)^k` (with the pending "CNP seen" increase first in `mellanox`)
-//!   only when a CNP or a cut needs it. No alpha timer exists.
-//! * The decrease check (`mellanox`) runs only when a CNP is pending, at the
-//!   next tick of its 1-ns-offset grid: the same instants and outcome as the
-//!   periodic timer, without the empty ticks.
-//! * Increase timer and byte counter: exact until the flow is back at line
-//!   rate. Approximation: once `Rt` is at line rate and `Rc` within 0.01 %
-//!   of it, `Rc` snaps to line rate and the increase timer and byte counter
-//!   stop until the next CNP (the reference simulators keep halving a
-//!   vanishing gap and counting events; neither affects any later decision,
-//!   since a cut resets the counters and `Rt = Rc = line` either way).
-//!   So a flow at line rate costs no event, whatever its alpha.
+//! timer and the decrease check on it and arms only the earliest deadline
+//! that must run on time. A deadline that moves later (a CNP restarts the
+//! increase timer) does not re-arm the core timer: the old one fires early,
+//! finds nothing due and re-arms, so a burst of CNPs costs at most one extra
+//! event per increase period rather than one per CNP.
+//! * Alpha (both variants) is exact but lazy: it is stored with the index of
+//!   the last alpha-grid tick it includes and brought up to date by `(1-g)^k`
+//!   (after the pending "CNP seen" increase in `mellanox`) only when a CNP or
+//!   a cut needs it. No alpha timer exists, whatever K is.
+//! * The decrease check (`mellanox`) is armed only while a CNP is pending,
+//!   at the next tick of its 1-ns-offset grid: the instants and outcome of
+//!   the periodic timer, without its empty ticks. Cuts always run on time.
+//! * Lazy rate increase (exact in rates and packet times): a rate increase
+//!   only matters to the NIC when it lets the pacer release the flow's next
+//!   packet earlier. This file tracks the pacer's release time as the core
+//!   computes it (`max(release, now) + gap` per packet; the pending gap
+//!   rescaled on each rate change) and arms the increase timer only if the
+//!   next increase falls before that release time. Otherwise the increase
+//!   events that come due are run, in order and each at its own instant,
+//!   when the flow next transmits (before its byte counter counts the
+//!   packet), receives a CNP or fires a timer. Since the core rescales the
+//!   pending gap on a rate change (`gap += L/new - L/old`, which telescopes),
+//!   the packet leaves at the same instant and with the same rate as under
+//!   a timer that fires every T. A flow that sends slower than one packet per
+//!   T, or waits behind PFC or the NIC's round robin, thus costs about one
+//!   increase event per packet, not one per T. Runs with one flow per host
+//!   are bit-identical to an always-armed timer; with several flows per host
+//!   the NIC's round-robin order among flows whose release time has already
+//!   passed can differ (the core re-queues a sleeping flow whose rate rises),
+//!   which is an equally valid schedule. While a flow sends nothing, its
+//!   reported `rate` may lag the algorithm's `Rc` until its next packet.
+//! * Approximation: once `Rt` is at line rate and `Rc` within 0.01 % of it,
+//!   `Rc` snaps to line rate and the increase timer and byte counter stop
+//!   until the next CNP (the reference simulators keep halving a vanishing
+//!   gap and counting events; neither affects any later decision, since a
+//!   cut resets the counters and `Rt = Rc = line` either way). So a flow at
+//!   line rate costs no event, whatever its alpha.
 //!
 //! Other deviations: none intended. The reference simulators' timers are in
 //! whole microseconds; ccgym's are in picoseconds.
 
 use super::{AckEvent, CcCtx, CcInfo, CongestionControl, ParamInfo, Params};
 use crate::config::ConfigError;
-use crate::units::{Time, NS, US};
+use crate::units::{Time, NS, SEC, US};
 use std::sync::Arc;
 
 /// Which reaction-point algorithm runs (see the module documentation).
@@ -282,9 +300,17 @@ pub struct Dcqcn {
     inc_at: Time,
     /// Next decrease check (`Time::MAX` = none pending).
     check_at: Time,
+    /// The NIC pacer's release time of the flow's next packet, ps, tracked
+    /// as the core computes it (see "Lazy rate increase").
+    next_send: f64,
+    /// Bits of the last packet sent (the core rescales its gap on a rate change).
+    last_bits: f64,
 }
 
 const NONE: Time = Time::MAX;
+/// An increase deadline this close after the pacer's release time still arms
+/// the timer (covers rounding between this estimate and the core's).
+const MARGIN: f64 = NS as f64;
 /// `Rc` this close to line rate (relative) with `Rt` at line rate is line rate.
 const SNAP: f64 = 1e-4;
 
@@ -343,6 +369,8 @@ impl Dcqcn {
             bc_on: false,
             inc_at: NONE,
             check_at: NONE,
+            next_send: 0.0,
+            last_bits: 0.0,
         }
     }
 
@@ -405,11 +433,43 @@ impl Dcqcn {
         self.alpha_flag = false;
     }
 
+    /// Sets the pacer to `Rc`, following the core's rescaling of the pending
+    /// gap in the estimate of the next release time.
+    #[inline]
+    fn apply_rate(&mut self, ctx: &mut CcCtx) {
+        let old = ctx.flow.rate;
+        ctx.set_rate(self.rc);
+        let new = ctx.flow.rate;
+        if new != old {
+            let per = self.last_bits * SEC as f64;
+            self.next_send += per / new - per / old;
+        }
+    }
+
+    /// Runs every decrease check and increase event due at or before `now`,
+    /// in time order, each at its own instant.
+    fn advance(&mut self, ctx: &mut CcCtx, now: Time) {
+        loop {
+            let at = self.check_at.min(self.inc_at);
+            if at > now {
+                return;
+            }
+            if self.check_at <= self.inc_at {
+                self.mellanox_cut(ctx, at);
+            } else {
+                self.timer_event(ctx, at);
+            }
+        }
+    }
+
     /// A CNP (or, with `ack_ecn`, an ECN echo) arrived.
     fn congestion(&mut self, ctx: &mut CcCtx) {
         let now = ctx.now;
         match self.cfg.variant {
-            Variant::Paper => self.paper_cut(ctx),
+            Variant::Paper => {
+                self.advance(ctx, now);
+                self.paper_cut(ctx);
+            }
             Variant::Mellanox => {
                 if !self.cnp_seen {
                     self.cnp_seen = true;
@@ -417,7 +477,7 @@ impl Dcqcn {
                     self.restart_alpha_grid(now);
                     self.rc *= self.cfg.rate_on_first_cnp;
                     self.rt = self.rc;
-                    ctx.set_rate(self.rc);
+                    self.apply_rate(ctx);
                     self.dec_flag = true;
                     self.check_at = now + NS + self.cfg.rate_decrease_interval;
                 } else {
@@ -463,13 +523,12 @@ impl Dcqcn {
         self.inc_at = now + c.rp_timer;
         self.bc_on = c.byte_counter > 0;
         self.bc_left = c.byte_counter as i64;
-        ctx.set_rate(self.rc);
+        self.apply_rate(ctx);
         self.rearm(ctx);
     }
 
-    /// Mellanox variant: the decrease check found a CNP.
-    fn mellanox_cut(&mut self, ctx: &mut CcCtx) {
-        let now = ctx.now;
+    /// Mellanox variant: the decrease check at `now` found a CNP.
+    fn mellanox_cut(&mut self, ctx: &mut CcCtx, now: Time) {
         self.advance_alpha(now);
         let c = &*self.cfg;
         if c.clamp_target || self.t_cnt != 0 {
@@ -480,7 +539,7 @@ impl Dcqcn {
         self.dec_flag = false;
         self.check_at = NONE;
         self.inc_at = now + c.rp_timer;
-        ctx.set_rate(self.rc);
+        self.apply_rate(ctx);
     }
 
     /// Whether the paper variant is in the hyper-increase stage.
@@ -536,7 +595,7 @@ impl Dcqcn {
             self.inc_at = NONE;
             self.bc_on = false;
         }
-        ctx.set_rate(self.rc);
+        self.apply_rate(ctx);
     }
 
     /// Paper variant: the byte counter expired.
@@ -546,14 +605,10 @@ impl Dcqcn {
         let b = self.cfg.byte_counter;
         self.bc_left = if self.cfg.hyper_halving && self.in_hyper() { (b / 2).max(1) } else { b } as i64;
         self.after_increase(ctx);
-        if self.inc_at == NONE {
-            self.rearm(ctx);
-        }
     }
 
-    /// The increase timer expired.
-    fn timer_event(&mut self, ctx: &mut CcCtx) {
-        let now = ctx.now;
+    /// The increase timer expires at `now`.
+    fn timer_event(&mut self, ctx: &mut CcCtx, now: Time) {
         let t = self.cfg.rp_timer;
         match self.cfg.variant {
             Variant::Paper => {
@@ -570,10 +625,15 @@ impl Dcqcn {
         self.after_increase(ctx);
     }
 
-    /// Arms the core timer for the earliest deadline; a deadline that moved
-    /// later keeps the earlier core timer (it fires, finds nothing, re-arms).
+    /// Arms the core timer for the earliest deadline that must run on time:
+    /// a pending decrease check, and the next increase only if it falls
+    /// before the pacer releases the flow's next packet. A deadline that
+    /// moved later keeps the earlier core timer (it fires, finds nothing due,
+    /// re-arms).
+    #[inline]
     fn rearm(&self, ctx: &mut CcCtx) {
-        let want = self.inc_at.min(self.check_at);
+        let inc = if (self.inc_at as f64) < self.next_send + MARGIN { self.inc_at } else { NONE };
+        let want = inc.min(self.check_at);
         if want == NONE {
             if ctx.flow.timer.is_some() {
                 ctx.cancel_timer();
@@ -688,16 +748,25 @@ impl CongestionControl for Dcqcn {
         self.rc = line;
         self.rt = line;
         ctx.set_rate(line);
+        self.next_send = ctx.now as f64;
     }
 
     #[inline]
     fn on_send(&mut self, ctx: &mut CcCtx, bytes: u32) {
+        let now = ctx.now;
+        // The core just set the pacer: release = max(release, now) + gap.
+        self.last_bits = bytes as f64 * 8.0;
+        self.next_send = self.next_send.max(now as f64) + self.last_bits * SEC as f64 / ctx.flow.rate;
+        if self.inc_at <= now {
+            self.advance(ctx, now);
+        }
         if self.bc_on {
             self.bc_left -= bytes as i64;
             if self.bc_left <= 0 {
                 self.byte_event(ctx);
             }
         }
+        self.rearm(ctx);
     }
 
     #[inline]
@@ -712,13 +781,7 @@ impl CongestionControl for Dcqcn {
     }
 
     fn on_timer(&mut self, ctx: &mut CcCtx) {
-        let now = ctx.now;
-        if self.check_at <= now {
-            self.mellanox_cut(ctx);
-        }
-        if self.inc_at <= now {
-            self.timer_event(ctx);
-        }
+        self.advance(ctx, ctx.now);
         self.rearm(ctx);
     }
 }
@@ -749,9 +812,12 @@ mod tests {
         }
     }
 
+    /// A started flow whose next packet waits in the pacer for ever, so that
+    /// every increase event runs on its timer (see "Lazy rate increase").
     fn started(cfg: DcqcnConfig, fl: &mut FlowCtl) -> Dcqcn {
         let mut d = Dcqcn::new(Arc::new(cfg));
         d.on_start(&mut CcCtx { now: 0, flow: fl });
+        d.next_send = 1e30;
         d
     }
 
@@ -821,16 +887,16 @@ mod tests {
         fire(&mut d, &mut fl); // T_cnt = 5 >= F, B_cnt = 0: additive
         assert!(close(d.rt, 60e9 + 40e6));
         assert!(close(d.rc, (60.04e9 + 40e9) / 2.0));
-        // Byte counter: 10 KB of sends per event.
+        // Byte counter: 10 KB of sends per event (before the next timer event at 330 us).
         for _ in 0..4 {
             for _ in 0..10 {
-                d.on_send(&mut CcCtx { now: 400 * US, flow: &mut fl }, 1000);
+                d.on_send(&mut CcCtx { now: 300 * US, flow: &mut fl }, 1000);
             }
         }
         assert_eq!(d.b_cnt, 4);
         let (rt, rc) = (d.rt, d.rc);
         for _ in 0..10 {
-            d.on_send(&mut CcCtx { now: 400 * US, flow: &mut fl }, 1000);
+            d.on_send(&mut CcCtx { now: 300 * US, flow: &mut fl }, 1000);
         }
         // B_cnt = 5, T_cnt = 5: hyper, i = min - F + 1 = 1.
         assert!(close(d.rt, rt + 200e6));
@@ -840,7 +906,7 @@ mod tests {
         assert!(close(d.rt, rt + 200e6));
         let rt = d.rt;
         for _ in 0..10 {
-            d.on_send(&mut CcCtx { now: 700 * US, flow: &mut fl }, 1000);
+            d.on_send(&mut CcCtx { now: 350 * US, flow: &mut fl }, 1000);
         }
         assert!(close(d.rt, rt + 2.0 * 200e6), "B_cnt = 6: i = 2");
     }
@@ -965,6 +1031,38 @@ mod tests {
         let rt = d.rt;
         fire(&mut d, &mut fl);
         assert!(close(d.rt, rt + 200e6));
+    }
+
+    #[test]
+    fn lazy_increases_match_timer_driven_ones() {
+        for cfg in [DcqcnConfig::paper(), DcqcnConfig::mellanox()] {
+            let (mut fa, mut fb) = (flow(), flow());
+            let mut eager = started(cfg.clone(), &mut fa);
+            let mut lazy = Dcqcn::new(Arc::new(cfg));
+            lazy.on_start(&mut CcCtx { now: 0, flow: &mut fb });
+            // One packet at line rate: the pacer releases the next one 85.76 ns later.
+            lazy.on_send(&mut CcCtx { now: 0, flow: &mut fb }, 1072);
+            assert!((lazy.next_send - 85_760.0).abs() < 1e-6);
+            eager.on_cnp(&mut CcCtx { now: US, flow: &mut fa });
+            lazy.on_cnp(&mut CcCtx { now: US, flow: &mut fb });
+            // Mellanox: the decrease check is armed in both; the cut runs on time.
+            if lazy.cfg.variant == Variant::Mellanox {
+                fire(&mut eager, &mut fa);
+                assert_eq!(fire(&mut lazy, &mut fb), US + NS + 4 * US);
+            }
+            assert_eq!(fb.timer, None, "the next packet is already released: no increase timer");
+            let mut t = 0;
+            while fa.timer.is_some_and(|at| at <= 2_000 * US) {
+                t = fire(&mut eager, &mut fa);
+            }
+            assert!(t > 300 * US);
+            // The lazy flow sends its next packet at t: every increase due runs first.
+            lazy.on_send(&mut CcCtx { now: t, flow: &mut fb }, 1072);
+            assert_eq!((lazy.t_cnt, lazy.b_cnt), (eager.t_cnt, eager.b_cnt));
+            assert!(close(lazy.rc, eager.rc) && close(lazy.rt, eager.rt), "{} {}", lazy.rc, eager.rc);
+            assert_eq!(lazy.inc_at, eager.inc_at);
+            assert!(close(fb.rate, fa.rate));
+        }
     }
 
     fn params(v: serde_json::Value) -> Result<Dcqcn, ConfigError> {
