@@ -183,3 +183,16 @@ fn the_byte_counter_alone_drives_recovery() {
     assert!(without < 0.75 * LINE, "without byte counter or timer the rate stays cut: {without:.3e}");
     assert!(with_bc > 1.5 * without, "the byte counter raised the rate: {with_bc:.3e} vs {without:.3e}");
 }
+
+#[test]
+fn mellanox_with_per_ack_cnp_flags_as_in_hpcc_ns3() {
+    // No CNP packets: ECN echoes on the ACKs set the flags (HPCC-ns3's CNP
+    // flag); the 4 us decrease check alone limits the cuts.
+    let mut sc = scenario("mellanox", json!({"ack_ecn": true}), "30ms", ["15ms", "30ms"], many_to_one(2, true));
+    sc["host"]["cnp_interval"] = json!("0us");
+    let sim = run(sc);
+    let m = measure(&sim, "mellanox 2-to-1, per-ACK CNP flags");
+    assert_eq!(m.cnps, 0);
+    assert!(m.jain >= 0.95 && m.util >= 0.90);
+    assert!(m.q_p99_kb < 1600.0);
+}

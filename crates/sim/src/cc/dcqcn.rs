@@ -515,7 +515,7 @@ impl Dcqcn {
             self.rt = self.rc;
         }
         let a = if c.alpha_first { new } else { old };
-        self.rc = (self.rc * (1.0 - a / 2.0)).max(c.min_rate);
+        self.rc = (self.rc * (1.0 - a / 2.0)).max(c.min_rate).min(ctx.flow.line_rate);
         self.alpha = new;
         self.cnp_seen = true;
         self.t_cnt = 0;
@@ -534,7 +534,7 @@ impl Dcqcn {
         if c.clamp_target || self.t_cnt != 0 {
             self.rt = self.rc;
         }
-        self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(c.min_rate);
+        self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(c.min_rate).min(ctx.flow.line_rate);
         self.t_cnt = 0;
         self.dec_flag = false;
         self.check_at = NONE;
