@@ -305,6 +305,8 @@ pub struct Dcqcn {
     next_send: f64,
     /// Bits of the last packet sent (the core rescales its gap on a rate change).
     last_bits: f64,
+    /// Picoseconds per bit at the pacer's current rate.
+    ps_per_bit: f64,
 }
 
 const NONE: Time = Time::MAX;
@@ -371,6 +373,7 @@ impl Dcqcn {
             check_at: NONE,
             next_send: 0.0,
             last_bits: 0.0,
+            ps_per_bit: 0.0,
         }
     }
 
@@ -441,23 +444,26 @@ impl Dcqcn {
         ctx.set_rate(self.rc);
         let new = ctx.flow.rate;
         if new != old {
-            let per = self.last_bits * SEC as f64;
-            self.next_send += per / new - per / old;
+            let ps_per_bit = SEC as f64 / new;
+            self.next_send += self.last_bits * (ps_per_bit - self.ps_per_bit);
+            self.ps_per_bit = ps_per_bit;
         }
     }
 
     /// Runs every decrease check and increase event due at or before `now`,
-    /// in time order, each at its own instant.
-    fn advance(&mut self, ctx: &mut CcCtx, now: Time) {
+    /// in time order, each at its own instant. The caller applies the final
+    /// `Rc` to the pacer: no packet leaves in between, so one rescaling of
+    /// the pending gap equals the sum of the intermediate ones.
+    fn advance(&mut self, line: f64, now: Time) {
         loop {
             let at = self.check_at.min(self.inc_at);
             if at > now {
                 return;
             }
             if self.check_at <= self.inc_at {
-                self.mellanox_cut(ctx, at);
+                self.mellanox_cut(line, at);
             } else {
-                self.timer_event(ctx, at);
+                self.timer_event(line, at);
             }
         }
     }
@@ -467,7 +473,7 @@ impl Dcqcn {
         let now = ctx.now;
         match self.cfg.variant {
             Variant::Paper => {
-                self.advance(ctx, now);
+                self.advance(ctx.flow.line_rate, now);
                 self.paper_cut(ctx);
             }
             Variant::Mellanox => {
@@ -528,18 +534,17 @@ impl Dcqcn {
     }
 
     /// Mellanox variant: the decrease check at `now` found a CNP.
-    fn mellanox_cut(&mut self, ctx: &mut CcCtx, now: Time) {
+    fn mellanox_cut(&mut self, line: f64, now: Time) {
         self.advance_alpha(now);
         let c = &*self.cfg;
         if c.clamp_target || self.t_cnt != 0 {
             self.rt = self.rc;
         }
-        self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(c.min_rate).min(ctx.flow.line_rate);
+        self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(c.min_rate).min(line);
         self.t_cnt = 0;
         self.dec_flag = false;
         self.check_at = NONE;
         self.inc_at = now + c.rp_timer;
-        self.apply_rate(ctx);
     }
 
     /// Whether the paper variant is in the hyper-increase stage.
@@ -588,41 +593,39 @@ impl Dcqcn {
     }
 
     /// After an increase: snap to line rate and stop increasing once there.
-    fn after_increase(&mut self, ctx: &mut CcCtx) {
-        let line = ctx.flow.line_rate;
+    fn after_increase(&mut self, line: f64) {
         if self.rt >= line && line - self.rc <= SNAP * line {
             self.rc = line;
             self.inc_at = NONE;
             self.bc_on = false;
         }
-        self.apply_rate(ctx);
     }
 
     /// Paper variant: the byte counter expired.
-    fn byte_event(&mut self, ctx: &mut CcCtx) {
+    fn byte_event(&mut self, line: f64) {
         self.b_cnt = self.b_cnt.saturating_add(1);
-        self.paper_increase(ctx.flow.line_rate);
+        self.paper_increase(line);
         let b = self.cfg.byte_counter;
         self.bc_left = if self.cfg.hyper_halving && self.in_hyper() { (b / 2).max(1) } else { b } as i64;
-        self.after_increase(ctx);
+        self.after_increase(line);
     }
 
     /// The increase timer expires at `now`.
-    fn timer_event(&mut self, ctx: &mut CcCtx, now: Time) {
+    fn timer_event(&mut self, line: f64, now: Time) {
         let t = self.cfg.rp_timer;
         match self.cfg.variant {
             Variant::Paper => {
                 self.t_cnt = self.t_cnt.saturating_add(1);
-                self.paper_increase(ctx.flow.line_rate);
+                self.paper_increase(line);
                 let period = if self.cfg.hyper_halving && self.in_hyper() { (t / 2).max(1) } else { t };
                 self.inc_at = now + period;
             }
             Variant::Mellanox => {
                 self.inc_at = now + t;
-                self.mellanox_increase(ctx.flow.line_rate);
+                self.mellanox_increase(line);
             }
         }
-        self.after_increase(ctx);
+        self.after_increase(line);
     }
 
     /// Arms the core timer for the earliest deadline that must run on time:
@@ -749,6 +752,7 @@ impl CongestionControl for Dcqcn {
         self.rt = line;
         ctx.set_rate(line);
         self.next_send = ctx.now as f64;
+        self.ps_per_bit = SEC as f64 / ctx.flow.rate;
     }
 
     #[inline]
@@ -756,16 +760,17 @@ impl CongestionControl for Dcqcn {
         let now = ctx.now;
         // The core just set the pacer: release = max(release, now) + gap.
         self.last_bits = bytes as f64 * 8.0;
-        self.next_send = self.next_send.max(now as f64) + self.last_bits * SEC as f64 / ctx.flow.rate;
+        self.next_send = self.next_send.max(now as f64) + self.last_bits * self.ps_per_bit;
         if self.inc_at <= now {
-            self.advance(ctx, now);
+            self.advance(ctx.flow.line_rate, now);
         }
         if self.bc_on {
             self.bc_left -= bytes as i64;
             if self.bc_left <= 0 {
-                self.byte_event(ctx);
+                self.byte_event(ctx.flow.line_rate);
             }
         }
+        self.apply_rate(ctx);
         self.rearm(ctx);
     }
 
@@ -781,7 +786,8 @@ impl CongestionControl for Dcqcn {
     }
 
     fn on_timer(&mut self, ctx: &mut CcCtx) {
-        self.advance(ctx, ctx.now);
+        self.advance(ctx.flow.line_rate, ctx.now);
+        self.apply_rate(ctx);
         self.rearm(ctx);
     }
 }
