@@ -2,8 +2,12 @@
 //!
 //! Events are ordered by (time, insertion sequence), so two events at the same
 //! picosecond run in the order they were scheduled and a run is reproducible
-//! bit for bit. The simulator keeps the pending set small (about one event per
-//! port and per NIC, plus CC timers), which is what keeps a binary heap cheap.
+//! bit for bit. The simulator keeps the network's pending set small (about one
+//! event per port and per NIC), which is what keeps a binary heap cheap. CC
+//! timers (up to one per flow, thousands with many flows) wait in a second
+//! heap, so that they do not deepen the heap every packet event goes
+//! through; `pop` takes the earlier head of the two, by (time, sequence), so
+//! the order is exactly that of a single queue.
 
 use crate::units::Time;
 use std::cmp::Ordering;
@@ -78,6 +82,7 @@ impl Ord for Entry {
 #[derive(Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
+    timers: BinaryHeap<Entry>,
     seq: u64,
 }
 
@@ -86,29 +91,50 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, time: Time, event: Event) {
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, event });
+        let e = Entry { time, seq: self.seq, event };
+        if matches!(event, Event::CcTimer { .. }) {
+            self.timers.push(e);
+        } else {
+            self.heap.push(e);
+        }
+    }
+
+    /// Whether the next event comes from the timer heap.
+    #[inline]
+    fn timer_first(&self) -> bool {
+        match (self.heap.peek(), self.timers.peek()) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            // `Entry` orders the earliest (time, seq) as the greatest.
+            (Some(a), Some(b)) => b > a,
+        }
     }
 
     /// Time of the earliest pending event.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time)
+        if self.timer_first() {
+            self.timers.peek().map(|e| e.time)
+        } else {
+            self.heap.peek().map(|e| e.time)
+        }
     }
 
     /// Removes and returns the earliest pending event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        self.heap.pop().map(|e| (e.time, e.event))
+        let e = if self.timer_first() { self.timers.pop() } else { self.heap.pop() };
+        e.map(|e| (e.time, e.event))
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.timers.len()
     }
 
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.timers.is_empty()
     }
 }
 
@@ -133,5 +159,24 @@ mod tests {
                 (5, Event::TxDone { port: 3 }),
             ]
         );
+    }
+
+    #[test]
+    fn cc_timers_interleave_exactly_as_in_one_queue() {
+        let mut q = EventQueue::default();
+        let t = |flow| Event::CcTimer { flow, generation: 0 };
+        q.push(5, t(1));
+        q.push(3, Event::TxDone { port: 2 });
+        q.push(5, Event::TxDone { port: 3 });
+        q.push(3, t(2));
+        q.push(1, t(3));
+        assert_eq!(q.len(), 5);
+        assert_eq!(q.peek_time(), Some(1));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            vec![(1, t(3)), (3, Event::TxDone { port: 2 }), (3, t(2)), (5, t(1)), (5, Event::TxDone { port: 3 })]
+        );
+        assert!(q.is_empty());
     }
 }

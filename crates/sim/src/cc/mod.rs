@@ -10,11 +10,25 @@
 //! path is a `match` rather than a virtual call. Each lives in its own file
 //! and implements [`CongestionControl`].
 
+mod cubic;
+mod dcqcn;
+mod dctcp;
 mod fixed_rate;
+mod hpcc;
 mod line_rate;
+mod newreno;
+mod swift;
+mod timely;
 
+pub use cubic::Cubic;
+pub use dcqcn::Dcqcn;
+pub use dctcp::Dctcp;
 pub use fixed_rate::FixedRate;
+pub use hpcc::Hpcc;
 pub use line_rate::LineRate;
+pub use newreno::NewReno;
+pub use swift::Swift;
+pub use timely::Timely;
 
 use crate::config::{CcConfig, ConfigError};
 use crate::packet::IntHop;
@@ -215,7 +229,17 @@ pub struct CcInfo {
 
 /// All CC algorithms the core knows.
 pub fn catalogue() -> Vec<CcInfo> {
-    vec![LineRate::info(), FixedRate::info()]
+    vec![
+        Dcqcn::info(),
+        Hpcc::info(),
+        Swift::info(),
+        Timely::info(),
+        Dctcp::info(),
+        NewReno::info(),
+        Cubic::info(),
+        LineRate::info(),
+        FixedRate::info(),
+    ]
 }
 
 /// The CC state of one flow.
@@ -225,6 +249,20 @@ pub enum Cc {
     LineRate(LineRate),
     /// A constant rate.
     FixedRate(FixedRate),
+    /// DCQCN.
+    Dcqcn(Dcqcn),
+    /// HPCC.
+    Hpcc(Hpcc),
+    /// Swift.
+    Swift(Swift),
+    /// TIMELY.
+    Timely(Timely),
+    /// DCTCP.
+    Dctcp(Dctcp),
+    /// TCP NewReno.
+    NewReno(NewReno),
+    /// TCP CUBIC.
+    Cubic(Cubic),
 }
 
 /// Reads parameters of one algorithm from a [`CcConfig`], rejecting unknown names.
@@ -311,11 +349,21 @@ impl Cc {
     /// Builds the CC of a flow from its configuration; `field` names the
     /// configuration in errors.
     pub fn from_config(cfg: &CcConfig, field: &str) -> Result<Cc, ConfigError> {
+        macro_rules! build {
+            ($variant:ident, $ty:ident) => {
+                Ok(Cc::$variant($ty::from_params(&Params::new(cfg, field, $ty::info().params)?)?))
+            };
+        }
         match cfg.algorithm.as_str() {
-            "line_rate" => Ok(Cc::LineRate(LineRate::from_params(&Params::new(cfg, field, LineRate::info().params)?)?)),
-            "fixed_rate" => {
-                Ok(Cc::FixedRate(FixedRate::from_params(&Params::new(cfg, field, FixedRate::info().params)?)?))
-            }
+            "line_rate" => build!(LineRate, LineRate),
+            "fixed_rate" => build!(FixedRate, FixedRate),
+            "dcqcn" => build!(Dcqcn, Dcqcn),
+            "hpcc" => build!(Hpcc, Hpcc),
+            "swift" => build!(Swift, Swift),
+            "timely" => build!(Timely, Timely),
+            "dctcp" => build!(Dctcp, Dctcp),
+            "newreno" => build!(NewReno, NewReno),
+            "cubic" => build!(Cubic, Cubic),
             other => {
                 let names: Vec<_> = catalogue().iter().map(|c| c.name).collect();
                 Err(ConfigError::new(
@@ -332,6 +380,13 @@ impl Cc {
         match self {
             Cc::LineRate(_) => "line_rate",
             Cc::FixedRate(_) => "fixed_rate",
+            Cc::Dcqcn(_) => "dcqcn",
+            Cc::Hpcc(_) => "hpcc",
+            Cc::Swift(_) => "swift",
+            Cc::Timely(_) => "timely",
+            Cc::Dctcp(_) => "dctcp",
+            Cc::NewReno(_) => "newreno",
+            Cc::Cubic(_) => "cubic",
         }
     }
 }
@@ -341,6 +396,13 @@ macro_rules! dispatch {
         match $self {
             Cc::LineRate($cc) => $call,
             Cc::FixedRate($cc) => $call,
+            Cc::Dcqcn($cc) => $call,
+            Cc::Hpcc($cc) => $call,
+            Cc::Swift($cc) => $call,
+            Cc::Timely($cc) => $call,
+            Cc::Dctcp($cc) => $call,
+            Cc::NewReno($cc) => $call,
+            Cc::Cubic($cc) => $call,
         }
     };
 }
