@@ -49,8 +49,10 @@
 //!   whenever the number of INT records in an ACK differs from the stored
 //!   one; HPCC-ns3 assumes a fixed path length.
 //! * INT carries full-precision values (no INT_MULTI quantisation, no 24-bit
-//!   timestamp wrap); a hop whose timestamp did not advance is skipped rather
-//!   than dividing by zero.
+//!   timestamp wrap). The sender keeps txBytes modulo 2^32 and differences it
+//!   modulo 2^32 (exact unless 4 GiB pass between two samples) and qLen
+//!   saturated at 4 GiB, to keep the per-flow state small. A hop whose
+//!   timestamp did not advance is skipped rather than dividing by zero.
 //! * The window variant bounds W below by R_min x T (so that its pacing rate
 //!   W / T respects R_min like the rate variant) and at least one byte.
 //! * MULTI_RATE (per-hop rates) and HPCC-PINT are not implemented.
@@ -62,6 +64,7 @@ use super::{AckEvent, CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Trans
 use crate::config::ConfigError;
 use crate::packet::{IntHop, MAX_INT_HOPS};
 use crate::units::{Time, SEC};
+use std::sync::Arc;
 
 /// Which quantity HPCC controls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,36 +75,31 @@ pub enum Variant {
     Rate,
 }
 
-/// What HPCC keeps of one hop's last INT record.
-#[derive(Clone, Copy, Debug, Default)]
-struct HopSample {
-    ts: Time,
-    tx_bytes: u64,
-    qlen: u64,
+/// Parameters only needed when a flow starts (shared by the flows of one
+/// configuration, which keeps the per-flow state small).
+#[derive(Debug)]
+struct StartParams {
+    r_ai: Option<f64>,
+    w_ai: Option<u64>,
+    t: Option<Time>,
+    w_init: Option<u64>,
+    r_min: f64,
 }
 
 /// State of HPCC for one flow.
 #[derive(Clone, Debug)]
 pub struct Hpcc {
     // ---- configuration
+    start: Arc<StartParams>,
     variant: Variant,
-    eta: f64,
-    max_stage: u32,
-    r_ai: Option<f64>,
-    w_ai: Option<u64>,
-    t_param: Option<Time>,
-    w_init_param: Option<u64>,
-    r_min: f64,
     fast_react: bool,
     sample_feedback: bool,
     use_window: bool,
+    max_stage: u32,
+    eta: f64,
     // ---- derived when the flow starts
     /// T in ps.
     t: f64,
-    /// W_init in bytes.
-    w_init: f64,
-    /// NIC line rate, bit/s.
-    line: f64,
     /// Additive step: bytes (window variant) or bit/s (rate variant).
     ai: f64,
     /// Time (ps) normalising the queue term: u_q = qLen x 8 / (B x q_den).
@@ -109,17 +107,23 @@ pub struct Hpcc {
     /// Bounds of the control variable.
     lo: f64,
     hi: f64,
+    /// Window bytes per unit of the control variable (1, or W_init / R_line).
+    win_per_unit: f64,
     // ---- dynamic state
     u: f64,
-    inc_stage: u32,
-    last_update_seq: u64,
     /// Wc (bytes) or Rc (bit/s).
     reference: f64,
     /// W (bytes) or R (bit/s) last set.
     current: f64,
-    /// Records stored in `last` (0 = none yet).
+    last_update_seq: u64,
+    inc_stage: u32,
+    /// Records stored in the `last_*` arrays (0 = none yet).
     n_hops: u8,
-    last: [HopSample; MAX_INT_HOPS],
+    /// Previous INT record per hop: timestamp, txBytes (modulo 2^32, as the
+    /// 20-bit field of real INT is modulo its width), qLen (saturated).
+    last_ts: [Time; MAX_INT_HOPS],
+    last_tx: [u32; MAX_INT_HOPS],
+    last_q: [u32; MAX_INT_HOPS],
 }
 
 const PARAMS: &[ParamInfo] = &[
@@ -235,31 +239,28 @@ impl Hpcc {
             return Err(p.bad("r_min", "must be positive"));
         }
         Ok(Hpcc {
+            start: Arc::new(StartParams { r_ai, w_ai, t: t_param, w_init: w_init_param, r_min }),
             variant,
-            eta,
-            max_stage: ms as u32,
-            r_ai,
-            w_ai,
-            t_param,
-            w_init_param,
-            r_min,
             fast_react: bool_param(p, "fast_react", true)?,
             sample_feedback: bool_param(p, "sample_feedback", false)?,
             use_window: bool_param(p, "use_window", true)?,
+            max_stage: ms as u32,
+            eta,
             t: 1.0,
-            w_init: 1.0,
-            line: 1.0,
             ai: 0.0,
             q_den: 1.0,
             lo: 0.0,
             hi: 1.0,
+            win_per_unit: 1.0,
             u: 1.0,
-            inc_stage: 0,
-            last_update_seq: 0,
             reference: 1.0,
             current: 1.0,
+            last_update_seq: 0,
+            inc_stage: 0,
             n_hops: 0,
-            last: [HopSample::default(); MAX_INT_HOPS],
+            last_ts: [0; MAX_INT_HOPS],
+            last_tx: [0; MAX_INT_HOPS],
+            last_q: [0; MAX_INT_HOPS],
         })
     }
 
@@ -291,8 +292,10 @@ impl Hpcc {
 
     /// Stores the INT records of `int` as the previous samples.
     fn store(&mut self, int: &[IntHop]) {
-        for (l, h) in self.last.iter_mut().zip(int) {
-            *l = HopSample { ts: h.ts, tx_bytes: h.tx_bytes, qlen: h.qlen };
+        for (i, h) in int.iter().enumerate().take(MAX_INT_HOPS) {
+            self.last_ts[i] = h.ts;
+            self.last_tx[i] = h.tx_bytes as u32;
+            self.last_q[i] = h.qlen.min(u32::MAX as u64) as u32;
         }
         self.n_hops = int.len() as u8;
     }
@@ -303,15 +306,18 @@ impl Hpcc {
         let mut best_u = 0.0;
         let mut best_tau = 0.0;
         let mut any = false;
-        for (l, h) in self.last.iter_mut().zip(int) {
+        for (i, h) in int.iter().enumerate().take(MAX_INT_HOPS) {
             if self.sample_feedback && fast && h.qlen == 0 {
                 continue;
             }
             any = true;
-            let tau = h.ts.saturating_sub(l.ts) as f64;
-            let bytes = h.tx_bytes.saturating_sub(l.tx_bytes) as f64;
-            let qmin = h.qlen.min(l.qlen) as f64;
-            *l = HopSample { ts: h.ts, tx_bytes: h.tx_bytes, qlen: h.qlen };
+            let q = h.qlen.min(u32::MAX as u64) as u32;
+            let tau = h.ts.saturating_sub(self.last_ts[i]) as f64;
+            let bytes = (h.tx_bytes as u32).wrapping_sub(self.last_tx[i]) as f64;
+            let qmin = q.min(self.last_q[i]) as f64;
+            self.last_ts[i] = h.ts;
+            self.last_tx[i] = h.tx_bytes as u32;
+            self.last_q[i] = q;
             if tau <= 0.0 || h.rate_bps == 0 {
                 continue;
             }
@@ -348,13 +354,13 @@ impl Hpcc {
             Variant::Window => {
                 ctx.set_rate(x * (8 * SEC) as f64 / self.t);
                 if self.use_window {
-                    ctx.set_window(x as u64);
+                    ctx.set_window((self.win_per_unit * x) as u64);
                 }
             }
             Variant::Rate => {
                 ctx.set_rate(x);
                 if self.use_window {
-                    ctx.set_window((self.w_init * x / self.line) as u64);
+                    ctx.set_window((self.win_per_unit * x) as u64);
                 }
             }
         }
@@ -365,24 +371,26 @@ impl CongestionControl for Hpcc {
     fn on_start(&mut self, ctx: &mut CcCtx) {
         ctx.request_int();
         let line = ctx.flow.line_rate;
-        let t = self.t_param.unwrap_or(ctx.flow.base_rtt).max(1) as f64;
+        let sp = &self.start;
+        let t = sp.t.unwrap_or(ctx.flow.base_rtt).max(1) as f64;
         // Bytes a rate moves in T: rate x t_bytes.
         let t_bytes = t / (8 * SEC) as f64;
-        let w_init = self.w_init_param.map_or(line * t / (8 * SEC) as f64, |w| w as f64).max(1.0);
-        let r_ai = self.r_ai.unwrap_or(line / 2500.0);
-        let r_min = self.r_min.min(line);
+        let w_init = sp.w_init.map_or(line * t / (8 * SEC) as f64, |w| w as f64).max(1.0);
+        let r_ai = sp.r_ai.unwrap_or(line / 2500.0);
+        let r_min = sp.r_min.min(line);
+        let w_ai = sp.w_ai;
         self.t = t;
-        self.line = line;
-        self.w_init = w_init;
         match self.variant {
             Variant::Window => {
-                self.ai = self.w_ai.map_or(r_ai * t_bytes, |w| w as f64);
+                self.ai = w_ai.map_or(r_ai * t_bytes, |w| w as f64);
+                self.win_per_unit = 1.0;
                 self.q_den = t;
                 self.hi = w_init;
                 self.lo = (r_min * t_bytes).clamp(1.0, w_init);
             }
             Variant::Rate => {
-                self.ai = self.w_ai.map_or(r_ai, |w| w as f64 / t_bytes);
+                self.ai = w_ai.map_or(r_ai, |w| w as f64 / t_bytes);
+                self.win_per_unit = w_init / line;
                 self.q_den = w_init / line * (8 * SEC) as f64;
                 self.hi = line;
                 self.lo = r_min;
@@ -499,6 +507,12 @@ mod tests {
 
     // T = 10 us, B = 100 Gb/s: B x T = 125 000 bytes = W_init.
     const T: Time = 10 * US;
+
+    #[test]
+    fn per_flow_state_stays_small() {
+        // Every flow's `Cc` is as large as its largest variant.
+        assert!(std::mem::size_of::<Hpcc>() <= 200, "{}", std::mem::size_of::<Hpcc>());
+    }
 
     #[test]
     fn start_sets_line_rate_full_window_and_asks_for_int() {
