@@ -56,6 +56,7 @@
 //! * The window variant bounds W below by R_min x T (so that its pacing rate
 //!   W / T respects R_min like the rate variant) and at least one byte.
 //! * MULTI_RATE (per-hop rates) and HPCC-PINT are not implemented.
+//! * ACKs without INT records (a path without switches) leave the flow alone.
 //! * The window limits unacknowledged *payload* bytes (the NIC's window is
 //!   `snd_nxt - snd_una`), while INT counts wire bytes, exactly as in
 //!   HPCC-ns3; the pacer (W / T or R) is the binding limit in steady state.
