@@ -1,28 +1,769 @@
-//! PLACEHOLDER — to be replaced by the real implementation.
+//! HPCC: High Precision Congestion Control (Li et al., "HPCC: High Precision
+//! Congestion Control", SIGCOMM 2019), as specified in section 2 of
+//! `shared/specs/rule_based_cc.md`.
+//!
+//! Every data packet collects one INT record per switch egress (link rate,
+//! dequeue timestamp, cumulative transmitted bytes, queue length); the ACK
+//! echoes them. Per ACK the sender estimates the normalised inflight of the
+//! most loaded hop,
+//!
+//! ```text
+//! u_i = min(qLen, qLen_prev) / (B_i x T) + txRate_i / B_i,  txRate_i = dTxBytes / dts
+//! U   = (1 - tau/T) U + (tau/T) max_i u_i                   (tau = dts of that hop, <= T)
+//! ```
+//!
+//! and sets its window from the *reference* window `Wc`, which changes only
+//! once per RTT (when the cumulative ACK passes `lastUpdateSeq`, which is then
+//! set to `snd_nxt`):
+//!
+//! ```text
+//! U >= eta or incStage >= maxStage:  W = Wc / (U / eta) + W_AI   (stage -> 0)
+//! otherwise:                         W = Wc + W_AI               (stage -> stage + 1)
+//! ```
+//!
+//! Two variants (parameter `variant`):
+//!
+//! * `window` (the paper, Algorithm 1): the control variable is the window W
+//!   (bytes), bounded to [R_min x T, W_init]; the flow is paced at W / T.
+//! * `rate` (HPCC-ns3, `rdma-hw.cc` CC_MODE 3, what the paper's simulations
+//!   ran): the control variable is the rate R (bit/s), `Rc` plays the role of
+//!   `Wc`, the additive step is R_AI, R is bounded to [R_min, line rate], and
+//!   the window is derived from it: `win = W_init x R / R_line` (HAS_WIN = 1,
+//!   VAR_WIN = 1). The queue term uses `qLen x R_line / (B x W_init)`, which
+//!   equals the paper's `qLen / (B x T)` when W_init = R_line x T.
+//!
+//! Where the paper is silent this follows HPCC-ns3: U starts at 1; the first
+//! ACK of a flow only stores the INT records (and starts the first RTT epoch,
+//! `lastUpdateSeq = snd_nxt`); without fast reaction (`fast_react = false`)
+//! intra-epoch ACKs are ignored entirely (their INT is not stored either, so
+//! the next full update differences over the whole epoch); with
+//! `sample_feedback` fast reactions skip hops whose qLen is 0; the reference
+//! value and stage change only on a full update where at least one hop gave a
+//! sample. T defaults to the flow's own base RTT; HPCC-ns3 uses one T for all
+//! flows (the largest base RTT over all host pairs, GLOBAL_T = 1): set
+//! `base_rtt` to reproduce that. W_init defaults to line rate x T.
+//!
+//! Deliberate deviations and choices:
+//!
+//! * Like htsim, the stored records are reset (no update from that ACK)
+//!   whenever the number of INT records in an ACK differs from the stored
+//!   one; HPCC-ns3 assumes a fixed path length.
+//! * INT carries full-precision values (no INT_MULTI quantisation, no 24-bit
+//!   timestamp wrap). The sender keeps txBytes modulo 2^32 and differences it
+//!   modulo 2^32 (exact unless 4 GiB pass between two samples) and qLen
+//!   saturated at 4 GiB, to keep the per-flow state small. A hop whose
+//!   timestamp did not advance is skipped rather than dividing by zero.
+//! * The window variant bounds W below by R_min x T (so that its pacing rate
+//!   W / T respects R_min like the rate variant) and at least one byte.
+//! * MULTI_RATE (per-hop rates) and HPCC-PINT are not implemented.
+//! * ACKs without INT records (a path without switches) leave the flow alone.
+//! * The window limits unacknowledged *payload* bytes (the NIC's window is
+//!   `snd_nxt - snd_una`), while INT counts wire bytes, exactly as in
+//!   HPCC-ns3; the pacer (W / T or R) is the binding limit in steady state.
 
-use super::{CcCtx, CcInfo, CongestionControl, ParamInfo, Params};
+use super::{AckEvent, CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
 use crate::config::ConfigError;
+use crate::packet::{IntHop, MAX_INT_HOPS};
+use crate::units::{Time, SEC};
+use std::sync::Arc;
 
-/// State of Hpcc.
-#[derive(Clone, Debug, Default)]
-pub struct Hpcc;
+/// Which quantity HPCC controls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// The paper: window W, paced at W / T.
+    Window,
+    /// HPCC-ns3 (CC_MODE 3): rate R, window W_init x R / R_line.
+    Rate,
+}
+
+/// Parameters only needed when a flow starts (shared by the flows of one
+/// configuration, which keeps the per-flow state small).
+#[derive(Debug)]
+struct StartParams {
+    r_ai: Option<f64>,
+    w_ai: Option<u64>,
+    t: Option<Time>,
+    w_init: Option<u64>,
+    r_min: f64,
+}
+
+/// State of HPCC for one flow.
+#[derive(Clone, Debug)]
+pub struct Hpcc {
+    // ---- configuration
+    start: Arc<StartParams>,
+    variant: Variant,
+    fast_react: bool,
+    sample_feedback: bool,
+    use_window: bool,
+    max_stage: u32,
+    eta: f64,
+    // ---- derived when the flow starts
+    /// T in ps.
+    t: f64,
+    /// Additive step: bytes (window variant) or bit/s (rate variant).
+    ai: f64,
+    /// Time (ps) normalising the queue term: u_q = qLen x 8 / (B x q_den).
+    q_den: f64,
+    /// Bounds of the control variable.
+    lo: f64,
+    hi: f64,
+    /// Window bytes per unit of the control variable (1, or W_init / R_line).
+    win_per_unit: f64,
+    // ---- dynamic state
+    u: f64,
+    /// Wc (bytes) or Rc (bit/s).
+    reference: f64,
+    /// W (bytes) or R (bit/s) last set.
+    current: f64,
+    last_update_seq: u64,
+    inc_stage: u32,
+    /// Records stored in the `last_*` arrays (0 = none yet).
+    n_hops: u8,
+    /// Previous INT record per hop: timestamp, txBytes (modulo 2^32, as the
+    /// 20-bit field of real INT is modulo its width), qLen (saturated).
+    last_ts: [Time; MAX_INT_HOPS],
+    last_tx: [u32; MAX_INT_HOPS],
+    last_q: [u32; MAX_INT_HOPS],
+}
+
+const PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "variant",
+        default: "window",
+        help: "\"window\" (paper: window W, paced at W/T) or \"rate\" (HPCC-ns3 CC_MODE 3: rate R, window W_init x R/R_line)",
+    },
+    ParamInfo { name: "eta", default: "0.95", help: "target utilisation eta (U_TARGET), in (0, 1]" },
+    ParamInfo {
+        name: "max_stage",
+        default: "0",
+        help: "additive-increase stages before a multiplicative step (MI_THRESH); HPCC-ns3 runs used 0, paper text 5",
+    },
+    ParamInfo {
+        name: "r_ai",
+        default: "line rate / 2500 (40Mbps at 100G)",
+        help: "additive increase as a rate (R_AI = 10 Mb/s x C/25G); window variant: W_AI = R_AI x T",
+    },
+    ParamInfo {
+        name: "w_ai",
+        default: "r_ai x T",
+        help: "additive increase in bytes per update (W_AI); give r_ai or w_ai, not both",
+    },
+    ParamInfo {
+        name: "base_rtt",
+        default: "the flow's base RTT",
+        help: "T, the base RTT of the control law (HPCC-ns3: the largest base RTT over all host pairs)",
+    },
+    ParamInfo { name: "w_init", default: "line rate x T", help: "initial and largest window W_init (bytes)" },
+    ParamInfo {
+        name: "r_min",
+        default: "1Gbps",
+        help: "lowest rate R_min (HPCC-ns3 MIN_RATE); the window variant keeps W >= R_min x T",
+    },
+    ParamInfo { name: "fast_react", default: "true", help: "react to every ACK, not only once per RTT (FAST_REACT)" },
+    ParamInfo {
+        name: "sample_feedback",
+        default: "false",
+        help: "fast reactions ignore hops whose queue is empty (SAMPLE_FEEDBACK)",
+    },
+    ParamInfo {
+        name: "use_window",
+        default: "true",
+        help: "enforce the window (rate variant: W_init x R/R_line, HAS_WIN/VAR_WIN); false = pacing only",
+    },
+];
+
+fn bool_param(p: &Params, name: &str, default: bool) -> Result<bool, ConfigError> {
+    match p.raw(name) {
+        None => Ok(default),
+        Some(v) => v.as_bool().ok_or_else(|| p.bad(name, "expected true or false")),
+    }
+}
 
 impl Hpcc {
     /// Name, summary and parameters.
     pub fn info() -> CcInfo {
-        const P: &[ParamInfo] = &[];
-        CcInfo { name: "hpcc", summary: "HPCC (Li et al., SIGCOMM 2019): INT-driven window and rate", params: P }
+        CcInfo { name: "hpcc", summary: "HPCC (Li et al., SIGCOMM 2019): INT-driven window and rate", params: PARAMS }
     }
 
-    /// Builds it from scenario parameters.
-    pub fn from_params(_p: &Params) -> Result<Self, ConfigError> {
-        Ok(Hpcc)
+    /// Builds it from scenario parameters, rejecting values that make no sense.
+    pub fn from_params(p: &Params) -> Result<Self, ConfigError> {
+        let variant = match p.raw("variant") {
+            None => Variant::Window,
+            Some(v) => match v.as_str() {
+                Some("window") => Variant::Window,
+                Some("rate") => Variant::Rate,
+                _ => return Err(p.bad("variant", "use \"window\" (paper) or \"rate\" (HPCC-ns3)")),
+            },
+        };
+        let eta = p.f64("eta", 0.95)?;
+        if !(eta > 0.0 && eta <= 1.0) {
+            return Err(p.bad("eta", "the target utilisation must be in (0, 1]"));
+        }
+        let ms = p.f64("max_stage", 0.0)?;
+        if !(0.0..=1e6).contains(&ms) || ms.fract() != 0.0 {
+            return Err(p.bad("max_stage", "must be a whole number from 0 to 1000000"));
+        }
+        let r_ai = match p.raw("r_ai") {
+            None => None,
+            Some(_) => Some(p.rate("r_ai", 0.0)?),
+        };
+        let w_ai = match p.raw("w_ai") {
+            None => None,
+            Some(_) => Some(p.bytes("w_ai", 0)?),
+        };
+        if r_ai.is_some() && w_ai.is_some() {
+            return Err(p.bad("w_ai", "give the additive increase either as r_ai (a rate) or as w_ai (bytes)"));
+        }
+        if r_ai == Some(0.0) {
+            return Err(p.bad("r_ai", "must be positive"));
+        }
+        if w_ai == Some(0) {
+            return Err(p.bad("w_ai", "must be positive"));
+        }
+        let t_param = match p.raw("base_rtt") {
+            None => None,
+            Some(_) => Some(p.time("base_rtt", 0)?),
+        };
+        if t_param == Some(0) {
+            return Err(p.bad("base_rtt", "must be positive"));
+        }
+        let w_init_param = match p.raw("w_init") {
+            None => None,
+            Some(_) => Some(p.bytes("w_init", 0)?),
+        };
+        if w_init_param == Some(0) {
+            return Err(p.bad("w_init", "must be positive"));
+        }
+        let r_min = p.rate("r_min", 1e9)?;
+        if r_min <= 0.0 {
+            return Err(p.bad("r_min", "must be positive"));
+        }
+        Ok(Hpcc {
+            start: Arc::new(StartParams { r_ai, w_ai, t: t_param, w_init: w_init_param, r_min }),
+            variant,
+            fast_react: bool_param(p, "fast_react", true)?,
+            sample_feedback: bool_param(p, "sample_feedback", false)?,
+            use_window: bool_param(p, "use_window", true)?,
+            max_stage: ms as u32,
+            eta,
+            t: 1.0,
+            ai: 0.0,
+            q_den: 1.0,
+            lo: 0.0,
+            hi: 1.0,
+            win_per_unit: 1.0,
+            u: 1.0,
+            reference: 1.0,
+            current: 1.0,
+            last_update_seq: 0,
+            inc_stage: 0,
+            n_hops: 0,
+            last_ts: [0; MAX_INT_HOPS],
+            last_tx: [0; MAX_INT_HOPS],
+            last_q: [0; MAX_INT_HOPS],
+        })
+    }
+
+    /// The variant in use.
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+
+    /// Smoothed normalised inflight U of the most loaded hop.
+    pub fn utilisation(&self) -> f64 {
+        self.u
+    }
+
+    /// Reference value updated once per RTT: Wc in bytes (window variant) or
+    /// Rc in bit/s (rate variant).
+    pub fn reference(&self) -> f64 {
+        self.reference
+    }
+
+    /// Control value last set: W in bytes (window variant) or R in bit/s (rate variant).
+    pub fn current(&self) -> f64 {
+        self.current
+    }
+
+    /// Additive-increase stage counter.
+    pub fn inc_stage(&self) -> u32 {
+        self.inc_stage
+    }
+
+    /// Stores the INT records of `int` as the previous samples.
+    fn store(&mut self, int: &[IntHop]) {
+        for (i, h) in int.iter().enumerate().take(MAX_INT_HOPS) {
+            self.last_ts[i] = h.ts;
+            self.last_tx[i] = h.tx_bytes as u32;
+            self.last_q[i] = h.qlen.min(u32::MAX as u64) as u32;
+        }
+        self.n_hops = int.len() as u8;
+    }
+
+    /// MeasureInflight: folds the ACK's INT records into U; stores them.
+    /// Returns false if no hop gave a sample.
+    fn measure_inflight(&mut self, int: &[IntHop], fast: bool) -> bool {
+        let mut best_u = 0.0;
+        let mut best_tau = 0.0;
+        let mut any = false;
+        for (i, h) in int.iter().enumerate().take(MAX_INT_HOPS) {
+            if self.sample_feedback && fast && h.qlen == 0 {
+                continue;
+            }
+            any = true;
+            let q = h.qlen.min(u32::MAX as u64) as u32;
+            let tau = h.ts.saturating_sub(self.last_ts[i]) as f64;
+            let bytes = (h.tx_bytes as u32).wrapping_sub(self.last_tx[i]) as f64;
+            let qmin = q.min(self.last_q[i]) as f64;
+            self.last_ts[i] = h.ts;
+            self.last_tx[i] = h.tx_bytes as u32;
+            self.last_q[i] = q;
+            if tau <= 0.0 || h.rate_bps == 0 {
+                continue;
+            }
+            let u = (bytes / tau + qmin / self.q_den) * (8 * SEC) as f64 / h.rate_bps as f64;
+            if u > best_u {
+                best_u = u;
+                best_tau = tau;
+            }
+        }
+        if any {
+            let tau = if best_tau > self.t { self.t } else { best_tau };
+            self.u = (self.u * (self.t - tau) + best_u * tau) / self.t;
+        }
+        any
+    }
+
+    /// ComputeWind (or its rate form): the new control value from U and the
+    /// reference, and the stage it would move to.
+    fn compute(&self) -> (f64, u32) {
+        let c = self.u / self.eta;
+        let (x, stage) = if c >= 1.0 || self.inc_stage >= self.max_stage {
+            // c may be ~0 when the path went idle; the clamp below caps the result.
+            (self.reference / c.max(1e-9) + self.ai, 0)
+        } else {
+            (self.reference + self.ai, self.inc_stage + 1)
+        };
+        (x.clamp(self.lo, self.hi), stage)
+    }
+
+    /// Applies control value `x` to the flow.
+    fn apply(&mut self, ctx: &mut CcCtx, x: f64) {
+        self.current = x;
+        match self.variant {
+            Variant::Window => {
+                ctx.set_rate(x * (8 * SEC) as f64 / self.t);
+                if self.use_window {
+                    ctx.set_window((self.win_per_unit * x) as u64);
+                }
+            }
+            Variant::Rate => {
+                ctx.set_rate(x);
+                if self.use_window {
+                    ctx.set_window((self.win_per_unit * x) as u64);
+                }
+            }
+        }
     }
 }
 
 impl CongestionControl for Hpcc {
     fn on_start(&mut self, ctx: &mut CcCtx) {
+        ctx.request_int();
         let line = ctx.flow.line_rate;
-        ctx.set_rate(line);
+        let sp = &self.start;
+        let t = sp.t.unwrap_or(ctx.flow.base_rtt).max(1) as f64;
+        // Bytes a rate moves in T: rate x t_bytes.
+        let t_bytes = t / (8 * SEC) as f64;
+        let w_init = sp.w_init.map_or(line * t / (8 * SEC) as f64, |w| w as f64).max(1.0);
+        let r_ai = sp.r_ai.unwrap_or(line / 2500.0);
+        let r_min = sp.r_min.min(line);
+        let w_ai = sp.w_ai;
+        self.t = t;
+        match self.variant {
+            Variant::Window => {
+                self.ai = w_ai.map_or(r_ai * t_bytes, |w| w as f64);
+                self.win_per_unit = 1.0;
+                self.q_den = t;
+                self.hi = w_init;
+                self.lo = (r_min * t_bytes).clamp(1.0, w_init);
+            }
+            Variant::Rate => {
+                self.ai = w_ai.map_or(r_ai, |w| w as f64 / t_bytes);
+                self.win_per_unit = w_init / line;
+                self.q_den = w_init / line * (8 * SEC) as f64;
+                self.hi = line;
+                self.lo = r_min;
+            }
+        }
+        self.u = 1.0;
+        self.inc_stage = 0;
+        self.last_update_seq = 0;
+        self.n_hops = 0;
+        self.reference = self.hi;
+        self.apply(ctx, self.hi);
+        if !self.use_window {
+            ctx.clear_window();
+        }
+    }
+
+    fn on_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
+        let int = ack.int;
+        if int.is_empty() {
+            return;
+        }
+        let full = ack.ack_seq > self.last_update_seq;
+        if self.n_hops as usize != int.len() {
+            // First ACK, or the path length changed: nothing to difference against.
+            self.store(int);
+            if full {
+                self.last_update_seq = ctx.flow.snd_nxt;
+            }
+            return;
+        }
+        if !full && !self.fast_react {
+            return;
+        }
+        let updated = self.measure_inflight(int, !full);
+        if updated {
+            let (x, stage) = self.compute();
+            if full {
+                self.reference = x;
+                self.inc_stage = stage;
+            }
+            self.apply(ctx, x);
+        }
+        if full {
+            self.last_update_seq = ctx.flow.snd_nxt;
+        }
+    }
+
+    fn transport(&self) -> Transport {
+        Transport::GoBackN
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::FlowCtl;
+    use crate::config::CcConfig;
+    use crate::units::US;
+    use serde_json::{json, Value};
+
+    fn build(params: Value) -> Result<Hpcc, ConfigError> {
+        let mut cfg: CcConfig = serde_json::from_value(params).unwrap();
+        cfg.algorithm = "hpcc".into();
+        Hpcc::from_params(&Params::new(&cfg, "cc", PARAMS)?)
+    }
+
+    fn flow() -> FlowCtl {
+        FlowCtl {
+            rate: 100e9,
+            window: u64::MAX,
+            line_rate: 100e9,
+            min_rate: 1e5,
+            base_rtt: 8 * US,
+            bdp: 100_000,
+            mtu: 1000,
+            hops: 1,
+            snd_nxt: 0,
+            snd_una: 0,
+            size: u64::MAX,
+            timer: None,
+            probe_requested: false,
+            want_int: false,
+        }
+    }
+
+    fn hop(ts: Time, tx_bytes: u64, qlen: u64) -> IntHop {
+        IntHop { rate_bps: 100_000_000_000, ts, tx_bytes, qlen }
+    }
+
+    fn ack(h: &mut Hpcc, f: &mut FlowCtl, seq: u64, int: &[IntHop]) {
+        let ev = AckEvent {
+            ack_seq: seq,
+            newly_acked: 1000,
+            dup_acks: 0,
+            in_recovery: false,
+            recovery_ended: false,
+            ecn_echo: false,
+            rtt: 10 * US,
+            hops: int.len() as u32,
+            int,
+        };
+        let mut ctx = CcCtx { now: 0, flow: f };
+        h.on_ack(&mut ctx, &ev);
+    }
+
+    fn start(h: &mut Hpcc, f: &mut FlowCtl) {
+        let mut ctx = CcCtx { now: 0, flow: f };
+        h.on_start(&mut ctx);
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    // T = 10 us, B = 100 Gb/s: B x T = 125 000 bytes = W_init.
+    const T: Time = 10 * US;
+
+    #[test]
+    fn per_flow_state_stays_small() {
+        // Every flow's `Cc` is as large as its largest variant.
+        assert!(std::mem::size_of::<Hpcc>() <= 200, "{}", std::mem::size_of::<Hpcc>());
+    }
+
+    #[test]
+    fn start_sets_line_rate_full_window_and_asks_for_int() {
+        let mut h = build(json!({"base_rtt": "10us"})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        assert!(f.want_int);
+        assert_eq!(f.window, 125_000);
+        assert!(close(f.rate, 100e9));
+        assert!(close(h.reference(), 125_000.0));
+        assert_eq!(h.utilisation(), 1.0);
+        // Default T is the flow's base RTT: W_init = 100 Gb/s x 8 us = 100 000 B.
+        let mut h = build(json!({})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        assert_eq!(f.window, 100_000);
+        // W_AI = R_AI x T = 40 Mb/s x 8 us = 40 bytes.
+        assert!(close(h.ai, 40.0));
+    }
+
+    #[test]
+    fn first_ack_only_stores_the_records() {
+        let mut h = build(json!({"base_rtt": "10us"})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 50_000;
+        ack(&mut h, &mut f, 1000, &[hop(5 * US, 1_000_000, 90_000)]);
+        assert_eq!(h.utilisation(), 1.0);
+        assert_eq!(f.window, 125_000);
+        assert_eq!(h.last_update_seq, 50_000);
+        assert_eq!(h.n_hops, 1);
+    }
+
+    #[test]
+    fn measure_inflight_and_fast_reaction_match_hand_computation() {
+        // Window variant, eta 0.95, W_AI = 100 B.
+        let mut h = build(json!({"base_rtt": "10us", "w_ai": 100})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 50_000;
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 10_000)]);
+        // 1 us later the port sent 12 500 B (100 Gb/s): txRate/B = 1.
+        // Queue term uses min(20 000, 10 000) / (B x T) = 10 000 / 125 000 = 0.08.
+        // u = 1.08, tau = 1 us: U = 0.9 x 1 + 0.1 x 1.08 = 1.008.
+        ack(&mut h, &mut f, 2000, &[hop(US, 12_500, 20_000)]);
+        assert!(close(h.utilisation(), 1.008), "U = {}", h.utilisation());
+        // Intra-epoch ACK (2000 <= 50 000): W = Wc / (U / eta) + W_AI, Wc unchanged.
+        let w = 125_000.0 / (1.008 / 0.95) + 100.0; // 117 907.54 B
+        assert!(close(h.current(), w));
+        assert_eq!(f.window, 117_907);
+        assert!(close(f.rate, w * 8.0 / 10e-6), "rate {}", f.rate);
+        assert!(close(h.reference(), 125_000.0));
+        assert_eq!(h.last_update_seq, 50_000);
+    }
+
+    #[test]
+    fn full_update_moves_the_reference_once_per_rtt() {
+        let mut h = build(json!({"base_rtt": "10us", "w_ai": 100})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 50_000;
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 0)]);
+        f.snd_nxt = 130_000;
+        // Past lastUpdateSeq: full update. 2 us at 120% of B, no queue: u = 1.2,
+        // U = 0.8 x 1 + 0.2 x 1.2 = 1.04; W = 125 000 x 0.95 / 1.04 + 100.
+        ack(&mut h, &mut f, 60_000, &[hop(2 * US, 30_000, 0)]);
+        let w1 = 125_000.0 * 0.95 / 1.04 + 100.0;
+        assert!(close(h.utilisation(), 1.04));
+        assert!(close(h.reference(), w1));
+        assert_eq!(h.last_update_seq, 130_000);
+        // The next (intra-epoch) ACK starts from the new Wc, not from the last W.
+        // 1 us at exactly B: u = 1; U = 0.9 x 1.04 + 0.1 = 1.036.
+        ack(&mut h, &mut f, 61_000, &[hop(3 * US, 42_500, 0)]);
+        assert!(close(h.utilisation(), 1.036));
+        assert!(close(h.current(), w1 * 0.95 / 1.036 + 100.0));
+        assert!(close(h.reference(), w1));
+    }
+
+    #[test]
+    fn queue_term_takes_the_smaller_of_two_consecutive_samples() {
+        let mut h = build(json!({"base_rtt": "10us", "w_ai": 100})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 1_000_000;
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 100_000)]);
+        // A transient queue that has drained by the next sample counts for nothing:
+        // u = 0.5 (half rate) + min(100 000, 0) / 125 000 = 0.5; U = 0.9 + 0.05.
+        ack(&mut h, &mut f, 2000, &[hop(US, 6_250, 0)]);
+        assert!(close(h.utilisation(), 0.95));
+        // A queue of 50 000 B appears: the previous sample was 0, so still u = 0.5.
+        ack(&mut h, &mut f, 3000, &[hop(2 * US, 12_500, 50_000)]);
+        assert!(close(h.utilisation(), 0.9 * 0.95 + 0.1 * 0.5));
+        // Seen twice, it counts: u = 0.5 + 50 000 / 125 000 = 0.9.
+        ack(&mut h, &mut f, 4000, &[hop(3 * US, 18_750, 50_000)]);
+        let u3 = 0.9 * (0.9 * 0.95 + 0.1 * 0.5) + 0.1 * 0.9;
+        assert!(close(h.utilisation(), u3));
+    }
+
+    #[test]
+    fn tau_is_capped_at_t_and_the_most_loaded_hop_wins() {
+        let mut h = build(json!({"base_rtt": "10us", "w_ai": 100})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 1_000_000;
+        // Two hops; hop 1 at 100 Gb/s, hop 2 at 400 Gb/s.
+        let fast = |ts: Time, tx: u64, q: u64| IntHop { rate_bps: 400_000_000_000, ts, tx_bytes: tx, qlen: q };
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 0), fast(0, 0, 0)]);
+        // 20 us later (> T): hop 1 ran at 60% (u = 0.6); hop 2 ran at 30% and its
+        // new 250 000 B queue does not count yet (previous sample 0): u = 0.3.
+        // Hop 1 wins with u = 0.6 and tau = min(20 us, T) = T: U = u.
+        ack(&mut h, &mut f, 2000, &[hop(20 * US, 150_000, 10_000), fast(20 * US, 300_000, 250_000)]);
+        assert!(close(h.utilisation(), 0.6), "U = {}", h.utilisation());
+        // Next: hop 2 keeps its 250 000 B queue (min = 250 000 / (50 000 B/us x 10 us) = 0.5)
+        // and sends at 40%: u2 = 0.9; hop 1 sends at 80% with min queue 10 000: u1 = 0.88.
+        // tau = 5 us: U = 0.5 x 0.6 + 0.5 x 0.9 = 0.75.
+        ack(&mut h, &mut f, 3000, &[hop(25 * US, 200_000, 10_000), fast(25 * US, 400_000, 250_000)]);
+        assert!(close(h.utilisation(), 0.75), "U = {}", h.utilisation());
+        // maxStage 0: always the multiplicative branch, W = Wc x eta / U + W_AI,
+        // here 158 433 B, capped at W_init.
+        assert_eq!(h.current(), 125_000.0);
+    }
+
+    #[test]
+    fn additive_stages_before_multiplicative_increase() {
+        let mut h = build(json!({"base_rtt": "10us", "w_ai": 1000, "max_stage": 2})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        // Bring Wc down first: one full update at u = 2 with tau = T gives U = 2,
+        // Wc = 125 000 x 0.95 / 2 + 1000 = 60 375.
+        f.snd_nxt = 10_000;
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 0)]);
+        f.snd_nxt = 20_000;
+        ack(&mut h, &mut f, 11_000, &[hop(T, 250_000, 0)]);
+        assert!(close(h.reference(), 60_375.0));
+        // Then the link runs at 50% for a whole T per update: U = 0.5 < eta.
+        let mut wc = 60_375.0;
+        let mut ts = T;
+        let mut tx = 250_000;
+        for (i, seq) in [21_000u64, 31_000, 41_000].into_iter().enumerate() {
+            f.snd_nxt = seq + 9_000;
+            ts += T;
+            tx += 62_500;
+            ack(&mut h, &mut f, seq, &[hop(ts, tx, 0)]);
+            assert!(close(h.utilisation(), 0.5));
+            if i < 2 {
+                wc += 1000.0; // stages 0 -> 1 -> 2: additive
+                assert_eq!(h.inc_stage(), i as u32 + 1);
+            } else {
+                wc = wc * 0.95 / 0.5 + 1000.0; // stage 2 reached maxStage: multiplicative
+                assert_eq!(h.inc_stage(), 0);
+            }
+            assert!(close(h.reference(), wc), "update {i}: Wc {} want {wc}", h.reference());
+        }
+    }
+
+    #[test]
+    fn a_change_of_hop_count_resets_the_records() {
+        let mut h = build(json!({"base_rtt": "10us"})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 1_000_000;
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 0)]);
+        ack(&mut h, &mut f, 2000, &[hop(US, 0, 0), hop(US, 0, 0)]);
+        assert_eq!(h.utilisation(), 1.0, "no update across a path change");
+        assert_eq!(h.n_hops, 2);
+        ack(&mut h, &mut f, 3000, &[hop(2 * US, 12_500, 0), hop(2 * US, 12_500, 0)]);
+        assert!(close(h.utilisation(), 1.0));
+        assert!(h.current() < 125_000.0);
+    }
+
+    #[test]
+    fn rate_variant_matches_hand_computation() {
+        let mut h = build(json!({"variant": "rate", "base_rtt": "10us", "r_ai": "50Mbps"})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        assert!(close(f.rate, 100e9));
+        assert_eq!(f.window, 125_000);
+        f.snd_nxt = 50_000;
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 10_000)]);
+        // Same sample as the window test: U = 1.008; R = Rc / (U / eta) + R_AI.
+        ack(&mut h, &mut f, 2000, &[hop(US, 12_500, 20_000)]);
+        let r = 100e9 * 0.95 / 1.008 + 50e6;
+        assert!(close(f.rate, r), "rate {} want {r}", f.rate);
+        assert_eq!(f.window, (125_000.0 * r / 100e9) as u64);
+        assert!(close(h.reference(), 100e9));
+        // Full update: Rc = R.
+        ack(&mut h, &mut f, 60_000, &[hop(2 * US, 25_000, 20_000)]);
+        // u = 1 + 20 000 / 125 000 = 1.16; U = 0.9 x 1.008 + 0.116.
+        let u = 0.9 * 1.008 + 0.116;
+        assert!(close(h.utilisation(), u));
+        assert!(close(h.reference(), 100e9 * 0.95 / u + 50e6));
+    }
+
+    #[test]
+    fn bounds_r_min_and_w_init() {
+        let mut h = build(json!({"variant": "rate", "base_rtt": "10us", "r_min": "2Gbps"})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 50_000;
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 0)]);
+        // A huge queue: u = 1 + 10 MB / 125 KB = 81, tau = T -> R = Rc x 0.95 / 81 < R_min.
+        ack(&mut h, &mut f, 60_000, &[hop(T, 125_000, 10_000_000)]);
+        assert!(close(h.utilisation(), 1.0), "queue min with the previous 0");
+        ack(&mut h, &mut f, 70_000, &[hop(2 * T, 250_000, 10_000_000)]);
+        assert!(close(f.rate, 2e9), "rate {}", f.rate);
+        assert_eq!(f.window, 2_500);
+        let mut h = build(json!({"base_rtt": "10us", "r_min": "2Gbps"})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 50_000;
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 10_000_000)]);
+        ack(&mut h, &mut f, 60_000, &[hop(T, 125_000, 10_000_000)]);
+        assert_eq!(f.window, 2_500, "window variant: W >= R_min x T");
+        assert!(close(f.rate, 2e9));
+    }
+
+    #[test]
+    fn without_fast_reaction_only_epoch_ends_count() {
+        let mut h = build(json!({"base_rtt": "10us", "fast_react": false})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 50_000;
+        ack(&mut h, &mut f, 1000, &[hop(0, 0, 0)]);
+        ack(&mut h, &mut f, 2000, &[hop(US, 50_000, 0)]);
+        assert_eq!(h.utilisation(), 1.0);
+        assert_eq!(f.window, 125_000);
+        // The full update differences against the first ACK's records: 4 us at 60% of B.
+        ack(&mut h, &mut f, 60_000, &[hop(4 * US, 30_000, 0)]);
+        assert!(close(h.utilisation(), 0.6 * 1.0 + 0.4 * 0.6));
+    }
+
+    #[test]
+    fn bad_parameters_are_rejected() {
+        for (p, field) in [
+            (json!({"eta": 1.5}), "cc.eta"),
+            (json!({"eta": 0}), "cc.eta"),
+            (json!({"max_stage": -1}), "cc.max_stage"),
+            (json!({"max_stage": 2.5}), "cc.max_stage"),
+            (json!({"variant": "both"}), "cc.variant"),
+            (json!({"r_ai": "40Mbps", "w_ai": 60}), "cc.w_ai"),
+            (json!({"w_ai": 0}), "cc.w_ai"),
+            (json!({"base_rtt": 0}), "cc.base_rtt"),
+            (json!({"w_init": 0}), "cc.w_init"),
+            (json!({"r_min": 0}), "cc.r_min"),
+            (json!({"fast_react": "yes"}), "cc.fast_react"),
+            (json!({"gamma": 1}), "cc.gamma"),
+        ] {
+            let e = build(p.clone()).expect_err(&p.to_string());
+            assert_eq!(e.field, field, "{p}: {e}");
+        }
+        assert!(build(json!({"variant": "rate", "eta": 1, "max_stage": 5, "r_ai": "10Mbps"})).is_ok());
     }
 }
