@@ -147,3 +147,44 @@ fn pacing_below_one_packet_is_what_keeps_a_1024_incast_near_its_target() {
     assert!(unpaced.fabric_delay_us > 3.0 * unpaced.target_us, "{unpaced:?}");
     assert!(unpaced.fabric_delay_us > 2.0 * paced.fabric_delay_us, "{paced:?} vs {unpaced:?}");
 }
+
+#[test]
+fn a_lossy_synchronised_start_recovers_and_finishes_near_the_ideal_time() {
+    // 16 flows of 4 MB start together with a BDP window each (836 KB) into a
+    // 100 KB queue cap: drops, NACKs (go-back-N) and a few timeouts, after
+    // which Swift must settle and deliver everything at full utilisation.
+    let sim = run(json!({
+        "duration": "10ms", "topology": star(17), "cc": {"algorithm": "swift"},
+        "switch": {"queue_cap": "100KB"}, "host": {"rto": "1ms"},
+        "workload": [{"kind": "long", "receiver": 0, "size": "4MB"}],
+    }));
+    let drops: u64 = sim.ports.iter().map(|p| p.stats.drops).sum();
+    let nacks: u64 = sim.flows.iter().map(|f| f.nacks).sum();
+    let timeouts: u64 = sim.flows.iter().map(|f| f.timeouts).sum();
+    assert!(drops > 0 && nacks > 0, "the start should overflow the queue: drops {drops} nacks {nacks}");
+    assert!(sim.flows.iter().all(|f| f.rcv_nxt == 4_000_000 && f.finished.is_some()));
+    let last = sim.flows.iter().filter_map(|f| f.finished).max().unwrap() as f64 * 1e-12;
+    let ideal = 16.0 * 4e6 * (1024.0 + 48.0) / 1024.0 * 8.0 / 100e9;
+    eprintln!("lossy start: drops {drops} nacks {nacks} timeouts {timeouts} last {last:.6} s ideal {ideal:.6} s");
+    assert!(last < 1.05 * ideal, "last completion {last:.6} s, ideal {ideal:.6} s");
+}
+
+#[test]
+fn the_target_grows_with_the_switch_hops_of_the_path() {
+    // Leaf-spine: host 0 -> host 1 crosses one switch, host 2 -> host 4 three.
+    // Flow scaling off so that the target is base_target + hops x h exactly.
+    let sim = run(json!({
+        "duration": "1ms",
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 3,
+                     "link_rate": "100Gbps", "link_delay": "1us"},
+        "cc": {"algorithm": "swift", "fs_range": 0},
+        "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1}, {"src": 2, "dst": 4}]}],
+    }));
+    for (i, hops) in [(0, 1.0), (1, 3.0)] {
+        let s = swift_of(&sim, i);
+        let h = s.base_target() / 6.55;
+        assert_eq!(sim.flows[i].ctl.hops, hops as u32);
+        assert_eq!(s.base_target(), sim.flows[i].ctl.base_rtt as f64 + 3e6, "auto base target");
+        assert!((s.target() - (s.base_target() + hops * h)).abs() < 1.0, "flow {i}: target {} ps", s.target());
+    }
+}
