@@ -166,7 +166,11 @@ fn f64_or_auto(p: &Params, name: &str) -> Result<Option<f64>, ConfigError> {
 impl Swift {
     /// Name, summary and parameters.
     pub fn info() -> CcInfo {
-        CcInfo { name: "swift", summary: "Swift (Kumar et al., SIGCOMM 2020): delay-target AIMD window", params: PARAMS }
+        CcInfo {
+            name: "swift",
+            summary: "Swift (Kumar et al., SIGCOMM 2020): delay-target AIMD window",
+            params: PARAMS,
+        }
     }
 
     /// Builds it from scenario parameters, rejecting values that make no sense.
