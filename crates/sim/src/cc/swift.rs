@@ -282,6 +282,7 @@ impl Swift {
     }
 
     /// Fabric target delay for the current window and `hops` switches, in ps.
+    #[inline]
     pub fn target_for(&self, hops: u32) -> f64 {
         let fs = (self.fs_alpha / self.fcwnd.sqrt() + self.fs_beta).clamp(0.0, self.fs_range);
         self.base_target + hops as f64 * self.h + fs
