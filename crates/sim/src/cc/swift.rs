@@ -58,6 +58,10 @@
 //!   packet the flow is window-limited at line rate (no pacing). htsim's pacer
 //!   ignores the window; with a gap of `srtt / cwnd > srtt` the difference
 //!   only shows when the RTT jumps.
+//! * The initial window defaults to the path's BDP (htsim leaves it to the
+//!   experiment). Hundreds of flows starting within a millisecond then bring
+//!   hundreds of BDPs at once: 256 flows fit a 10 MiB queue, 1024 overflow
+//!   it; set `init_cwnd` (e.g. 2 packets) for such incasts.
 //! * PLB (path switching) is out of scope.
 
 use super::{AckEvent, CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};

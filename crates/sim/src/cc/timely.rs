@@ -53,6 +53,12 @@
 //!   rescaling. No window (HPCC-ns3 `timely`, not `timely_vwin`).
 //! * NACKs and timeouts do not change the rate (HPCC-ns3); go-back-N is the
 //!   default transport.
+//! * Start-up at scale (behaviour, not a deviation): flows start at line rate
+//!   and the first epoch only records the RTT, so a synchronised start of
+//!   many flows fills the queue before the first decrease. HPCC-ns3 runs
+//!   TIMELY over PFC; on a lossy fabric with a deep queue the go-back-N
+//!   retransmissions then stretch the epochs (16 flows on the ADPG network,
+//!   10 MiB queue cap: about 10 ms to drain). Enable PFC or lower `init_rate`.
 
 use super::{AckEvent, CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
 use crate::config::ConfigError;
