@@ -338,6 +338,19 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// A text parameter (a preset name, or `"auto"`); `None` when absent, an
+    /// error when present but not a string.
+    pub fn text(&self, name: &str) -> Result<Option<&'a str>, ConfigError> {
+        debug_assert!(self.known.iter().any(|p| p.name == name));
+        match self.cfg.params.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_str()
+                .map(Some)
+                .ok_or_else(|| ConfigError::new(format!("{}.{name}", self.field), v, "expected a string")),
+        }
+    }
+
     /// Error for parameter `name` holding a bad value.
     pub fn bad(&self, name: &str, msg: &str) -> ConfigError {
         let v = self.cfg.params.get(name).map(|v| v.to_string()).unwrap_or_default();
