@@ -338,11 +338,14 @@ impl CongestionControl for Cubic {
     }
 
     fn on_timeout(&mut self, ctx: &mut CcCtx) {
-        let ss = self.congestion_event();
+        // Reduce only if this window was not reduced already (a timeout in
+        // fast recovery keeps its ssthresh; the cwnd there is inflated).
+        let ss = (!self.tcp.already_reduced(ctx)).then(|| self.congestion_event());
+        self.epoch = None;
         self.w_max = 0.0;
         self.hystart.found = false;
         self.hystart.end_seq = ctx.flow.snd_nxt;
-        self.tcp.enter_loss(ss);
+        self.tcp.enter_loss(ctx, ss);
         self.tcp.apply(ctx, 0);
     }
 

@@ -297,8 +297,8 @@ impl CongestionControl for Dctcp {
 
     fn on_timeout(&mut self, ctx: &mut CcCtx) {
         if self.variant == DctcpVariant::Window {
-            let ss = self.half(self.tcp.flight_before_timeout(ctx));
-            self.tcp.enter_loss(ss);
+            let ss = (!self.tcp.already_reduced(ctx)).then(|| self.half(self.tcp.flight_before_timeout(ctx)));
+            self.tcp.enter_loss(ctx, ss);
             self.tcp.apply(ctx, 0);
         }
     }

@@ -115,6 +115,9 @@ pub struct TcpWindow {
     pub cwr_end: Option<u64>,
     /// The flow's `snd_nxt` as last seen (before a timeout reset it).
     pub high_nxt: u64,
+    /// After a timeout: the loss episode lasts until the cumulative ACK
+    /// reaches this (`snd_nxt` when the timer fired).
+    pub loss_end: Option<u64>,
     /// Initial window in segments.
     pub init_cwnd: f64,
     /// Initial slow-start threshold.
@@ -144,6 +147,7 @@ impl TcpWindow {
             in_recovery: false,
             cwr_end: None,
             high_nxt: 0,
+            loss_end: None,
             init_cwnd,
             init_ssthresh: if ss == 0 { f64::INFINITY } else { ss as f64 },
             limited_transmit: param_bool(p, "limited_transmit", true)?,
@@ -249,10 +253,22 @@ impl TcpWindow {
         self.fast_retransmits += 1;
     }
 
-    /// Retransmission timeout: threshold `ssthresh` (floored at 2 MSS),
-    /// window 1 MSS, slow start.
-    pub fn enter_loss(&mut self, ssthresh: f64) {
-        self.ssthresh = ssthresh.max(2.0 * self.mss);
+    /// Whether the window was already reduced for the data now in flight: in
+    /// fast recovery, within the window of an ECN reduction, or in the loss
+    /// episode of an earlier timeout. A timeout then keeps ssthresh (Linux
+    /// `tcp_enter_loss`; RFC 5681 keeps it for repeated timeouts), so that an
+    /// inflated recovery window or a backed-off retransmission does not set it.
+    pub fn already_reduced(&self, ctx: &CcCtx) -> bool {
+        self.in_recovery || self.cwr_end.is_some() || self.loss_end.is_some_and(|e| ctx.flow.snd_una < e)
+    }
+
+    /// Retransmission timeout: threshold `ssthresh` (floored at 2 MSS; `None`
+    /// keeps the current one), window 1 MSS, slow start.
+    pub fn enter_loss(&mut self, ctx: &CcCtx, ssthresh: Option<f64>) {
+        if let Some(ss) = ssthresh {
+            self.ssthresh = ss.max(2.0 * self.mss);
+        }
+        self.loss_end = Some(self.high_nxt.max(ctx.flow.snd_nxt));
         self.cwnd = self.mss;
         self.in_recovery = false;
         self.cwr_end = None;
@@ -337,8 +353,8 @@ impl CongestionControl for NewReno {
     }
 
     fn on_timeout(&mut self, ctx: &mut CcCtx) {
-        let ss = self.half(self.tcp.flight_before_timeout(ctx));
-        self.tcp.enter_loss(ss);
+        let ss = (!self.tcp.already_reduced(ctx)).then(|| self.half(self.tcp.flight_before_timeout(ctx)));
+        self.tcp.enter_loss(ctx, ss);
         self.tcp.apply(ctx, 0);
     }
 
@@ -498,12 +514,31 @@ pub(super) mod tests {
         assert_eq!(r.tcp.ssthresh, 15_000.0);
         assert_eq!(r.tcp.cwnd, 1000.0);
         assert_eq!(ctx.flow.window, 1000);
-        // A second timeout right away: nothing was in flight beyond one segment.
+        // A second timeout of the same data keeps ssthresh (RFC 5681).
         ctx.flow.snd_nxt = 11_000;
         r.on_send(&mut ctx, 1048);
         ctx.flow.snd_nxt = 10_000;
         r.on_timeout(&mut ctx);
+        assert_eq!(r.tcp.ssthresh, 15_000.0);
+        // Once the episode is over (everything sent before it acknowledged),
+        // a new timeout halves the flight again.
+        ctx.flow.snd_una = 40_000;
+        ctx.flow.snd_nxt = 44_000;
+        r.on_send(&mut ctx, 1048);
+        ctx.flow.snd_nxt = 40_000;
+        r.on_timeout(&mut ctx);
         assert_eq!(r.tcp.ssthresh, 2000.0);
+        // A timeout during fast recovery keeps the ssthresh of the recovery.
+        ctx.flow.snd_una = 50_000;
+        ctx.flow.snd_nxt = 90_000;
+        r.on_fast_retransmit(&mut ctx);
+        assert_eq!(r.tcp.ssthresh, 20_000.0);
+        r.on_send(&mut ctx, 1048);
+        ctx.flow.snd_nxt = 50_000;
+        r.on_timeout(&mut ctx);
+        assert_eq!(r.tcp.ssthresh, 20_000.0);
+        assert_eq!(r.tcp.cwnd, 1000.0);
+        assert!(!r.tcp.in_recovery);
     }
 
     #[test]

@@ -1,0 +1,155 @@
+//! TCP NewReno in real simulations: the AIMD sawtooth on a small drop-tail
+//! queue, and two flows on the classic 40 Mb/s, 120 ms dumbbell.
+
+use ccgym_sim::cc::Cc;
+use ccgym_sim::Simulation;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::Instant;
+
+/// One flow through a 1 Gb/s bottleneck fed by 10 Gb/s links, 100 us per
+/// link (base RTT 615 us, BDP ~52 packets), drop-tail queue of 50 packets.
+fn small_queue(cc: &str) -> Value {
+    json!({
+        "duration": "1s", "seed": 1,
+        "topology": {"kind": "dumbbell", "left": 1, "right": 1, "link_rate": "10Gbps", "link_delay": "100us",
+                     "bottleneck_rate": "1Gbps", "bottleneck_delay": "100us"},
+        "switch": {"queue_cap": "75KB", "ecn": {"enabled": false}},
+        "packets": {"payload": 1460, "header": 40},
+        "host": {"max_outstanding": 0, "rto_min": "10ms", "cnp_interval": 0},
+        "cc": {"algorithm": cc},
+        "metrics": {"window": ["200ms", "1s"]},
+        "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1}]}],
+    })
+}
+
+/// Two flows on the 40 Mb/s, 120 ms RTT dumbbell: 100 Mb/s access links,
+/// 100-packet (150 KB) drop-tail buffer, MSS 1460, min RTO 200 ms, no ECN.
+pub fn dumbbell40(cc: &str) -> Value {
+    json!({
+        "duration": "60s", "seed": 1,
+        "topology": {"kind": "dumbbell", "left": 2, "right": 2, "link_rate": "100Mbps", "link_delay": "5ms",
+                     "bottleneck_rate": "40Mbps", "bottleneck_delay": "50ms"},
+        "switch": {"queue_cap": "150KB", "ecn": {"enabled": false}},
+        "packets": {"payload": 1460, "header": 40},
+        "host": {"max_outstanding": 0, "rto_min": "200ms", "cnp_interval": 0},
+        "cc": {"algorithm": cc},
+        "metrics": {"window": ["12s", "60s"], "sample_interval": "10ms"},
+        "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 2}, {"src": 1, "dst": 3}]}],
+    })
+}
+
+/// Utilisation of synchronised AIMD (both flows halve together) between a
+/// total window of `hi` packets and `hi/2`, with a pipe of `bdp` packets:
+/// time-weighted, with the round trip growing with the queue above the pipe.
+fn synchronised_aimd_utilisation(bdp: f64, hi: f64) -> f64 {
+    let lo = hi / 2.0;
+    let delivered = (hi * hi - lo * lo) / 2.0;
+    let time = bdp * (bdp - lo) + (hi * hi - bdp * bdp) / 2.0;
+    delivered / time
+}
+
+fn newreno(sim: &Simulation, f: usize) -> &ccgym_sim::cc::NewReno {
+    match &sim.flows[f].cc {
+        Cc::NewReno(r) => r,
+        other => panic!("not NewReno: {}", other.name()),
+    }
+}
+
+#[test]
+fn sawtooth_of_additive_increase_and_halving_on_a_small_drop_tail_queue() {
+    let wall = Instant::now();
+    let mut sim = Simulation::from_json(&small_queue("newreno").to_string(), Path::new(".")).unwrap();
+    let mss = 1460.0;
+    // Window samples every 0.5 ms outside fast recovery (where the window is
+    // inflated by duplicate ACKs).
+    let mut samples: Vec<(f64, f64)> = vec![];
+    let mut t = 0u64;
+    while !sim.run_until(t) {
+        if t >= 200_000_000_000 && sim.flows[0].recover.is_none() {
+            samples.push((t as f64 * 1e-12, sim.flows[0].ctl.window as f64 / mss));
+        }
+        t += 500_000_000;
+    }
+    // Cycles: a drop of more than 30% between consecutive samples.
+    let mut peaks = vec![];
+    let mut troughs = vec![];
+    let mut slopes = vec![];
+    let mut last_trough: Option<(f64, f64)> = None;
+    // The queue never empties (troughs stay above the ~52-packet pipe), so the
+    // round trip is W / C and +1 MSS per RTT means dW/dt = C / W: W^2 grows
+    // by 2 C per second, C in packets per second.
+    let c_pkts = 1e9 / 8.0 / 1500.0;
+    for w in samples.windows(2) {
+        let ((t0, a), (_, b)) = (w[0], w[1]);
+        if b < 0.7 * a {
+            if let Some((tt, wt)) = last_trough {
+                slopes.push((a * a - wt * wt) / (2.0 * (t0 - tt)) / c_pkts);
+            }
+            peaks.push(a);
+            troughs.push(b);
+            last_trough = Some((w[1].0, b));
+        }
+    }
+    let s = sim.summary();
+    let util = s["bottleneck"]["utilization"].as_f64().unwrap();
+    let r = newreno(&sim, 0);
+    println!(
+        "NewReno sawtooth: {} cycles after 200 ms, peaks {:.1}..{:.1} segments, troughs {:.1}..{:.1}, \
+         growth {:.3}..{:.3} MSS per RTT, util {util:.4}, fast retransmits {}, timeouts {} (wall {:.2} s)",
+        peaks.len(),
+        peaks.iter().cloned().fold(f64::MAX, f64::min),
+        peaks.iter().cloned().fold(0.0, f64::max),
+        troughs.iter().cloned().fold(f64::MAX, f64::min),
+        troughs.iter().cloned().fold(0.0, f64::max),
+        slopes.iter().cloned().fold(f64::MAX, f64::min),
+        slopes.iter().cloned().fold(0.0, f64::max),
+        r.tcp.fast_retransmits,
+        r.tcp.timeouts,
+        wall.elapsed().as_secs_f64()
+    );
+    assert!(peaks.len() >= 8, "cycles: {}", peaks.len());
+    // The pipe holds ~52 packets (1 Gb/s x 615 us / 1500 B) and the queue 50:
+    // losses come at ~102 segments and halve the window.
+    for (p, q) in peaks.iter().zip(&troughs) {
+        assert!((95.0..=110.0).contains(p), "peak {p}");
+        assert!((0.4..=0.6).contains(&(q / p)), "trough {q} after peak {p}");
+    }
+    for g in &slopes {
+        assert!((0.9..=1.1).contains(g), "additive increase {g} MSS per RTT");
+    }
+    assert!(slopes.len() >= 5);
+    assert_eq!(r.tcp.timeouts, 0);
+    assert!(util > 0.9, "utilisation {util}");
+}
+
+#[test]
+fn two_flows_on_the_40mbps_120ms_dumbbell() {
+    let wall = Instant::now();
+    let mut sim = Simulation::from_json(&dumbbell40("newreno").to_string(), Path::new(".")).unwrap();
+    sim.run_until(u64::MAX);
+    let s = sim.summary();
+    let util = s["bottleneck"]["utilization"].as_f64().unwrap();
+    let jain = s["flows"]["jain"].as_f64().unwrap();
+    // Synchronised halving between (BDP + buffer) and half of it, in 1500-B packets.
+    let bdp = 40e6 * sim.flows[0].ctl.base_rtt as f64 * 1e-12 / 8.0 / 1500.0;
+    let model = synchronised_aimd_utilisation(bdp, bdp + 100.0);
+    let (a, b) = (newreno(&sim, 0), newreno(&sim, 1));
+    println!(
+        "NewReno 2 flows, 40 Mb/s 120 ms dumbbell, window 12-60 s: util {util:.4} (synchronised-AIMD model \
+         {model:.4}, BDP {bdp:.0} packets), Jain {jain:.4}, drops {}, fast retransmits {}+{}, timeouts {}+{}, \
+         simulated 60 s in {:.2} s",
+        s["network"]["drops_packets"],
+        a.tcp.fast_retransmits,
+        b.tcp.fast_retransmits,
+        a.tcp.timeouts,
+        b.tcp.timeouts,
+        wall.elapsed().as_secs_f64()
+    );
+    // A 100-packet buffer is a quarter of the 402-packet pipe: two NewReno
+    // flows that lose together cannot keep it full while their windows climb
+    // back from half; the fluid model puts the ceiling at ~89%.
+    assert!(util >= 0.85, "utilisation {util}");
+    assert!((util - model).abs() < 0.04, "utilisation {util} vs model {model}");
+    assert!(jain > 0.98, "Jain {jain}");
+}
