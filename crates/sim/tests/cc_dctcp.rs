@@ -72,12 +72,8 @@ fn sixteen_to_one_keeps_the_queue_near_k_at_full_utilisation_and_alpha_tracks_ma
     let jain = s["flows"]["jain"].as_f64().unwrap();
     let frac = bottleneck_marked_fraction(&s);
     let final_alpha = alphas(&sim).iter().sum::<f64>() / 16.0;
-    let acked_frac: f64 = sim
-        .flows
-        .iter()
-        .map(|f| if let Cc::Dctcp(d) = &f.cc { d.marked_fraction() } else { 0.0 })
-        .sum::<f64>()
-        / 16.0;
+    let acked_frac: f64 =
+        sim.flows.iter().map(|f| if let Cc::Dctcp(d) = &f.cc { d.marked_fraction() } else { 0.0 }).sum::<f64>() / 16.0;
     println!(
         "DCTCP 16-to-1, K {K} B: util {util:.4}, queue mean {q:.0} B ({:.2} K), p99 {q99:.0} B, Jain {jain:.4}, \
          drops {}, timeouts {}, marked fraction at the bottleneck {frac:.4}, mean alpha over the window \
@@ -89,13 +85,13 @@ fn sixteen_to_one_keeps_the_queue_near_k_at_full_utilisation_and_alpha_tracks_ma
         wall.elapsed().as_secs_f64()
     );
     assert!(util >= 0.95, "utilisation {util}");
-    assert!(q >= 0.5 * K && q <= 2.0 * K, "mean queue {q} B vs K {K}");
+    assert!((0.5 * K..=2.0 * K).contains(&q), "mean queue {q} B vs K {K}");
     assert_eq!(s["network"]["drops_packets"].as_u64(), Some(0));
     assert!(jain > 0.95, "Jain {jain}");
     // alpha estimates the fraction of marked packets (spec 10).
     assert!(frac > 0.02, "the queue should sit at K and be marked: {frac}");
-    assert!((mean_alpha / frac - 1.0).abs() < 0.25, "mean alpha {mean_alpha} vs marked fraction {frac}");
-    assert!((final_alpha / frac - 1.0).abs() < 0.5, "final alpha {final_alpha} vs marked fraction {frac}");
+    assert!((mean_alpha / frac - 1.0).abs() < 0.15, "mean alpha {mean_alpha} vs marked fraction {frac}");
+    assert!((final_alpha / frac - 1.0).abs() < 0.3, "final alpha {final_alpha} vs marked fraction {frac}");
 }
 
 #[test]
@@ -111,7 +107,7 @@ fn queue_follows_k() {
         let q = s["bottleneck"]["queue_mean_kb"].as_f64().unwrap() * 1e3;
         println!("DCTCP 16-to-1, K {k} B: util {util:.4}, queue mean {q:.0} B ({:.2} K)", q / k);
         assert!(util >= 0.95, "K {k}: utilisation {util}");
-        assert!(q >= 0.5 * k && q <= 2.0 * k, "K {k}: mean queue {q} B");
+        assert!((0.5 * k..=2.0 * k).contains(&q), "K {k}: mean queue {q} B");
     }
 }
 

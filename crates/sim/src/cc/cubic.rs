@@ -124,7 +124,11 @@ impl Cubic {
         const P: &[ParamInfo] = &[
             ParamInfo { name: "c", default: "0.4", help: "cubic scaling constant C (segments/s^3)" },
             ParamInfo { name: "beta", default: "0.7", help: "multiplicative decrease factor, in (0, 1)" },
-            ParamInfo { name: "fast_convergence", default: "true", help: "release bandwidth faster when W_max shrinks" },
+            ParamInfo {
+                name: "fast_convergence",
+                default: "true",
+                help: "release bandwidth faster when W_max shrinks",
+            },
             ParamInfo { name: "tcp_friendliness", default: "true", help: "Reno-friendly region (W_est)" },
             P_INIT_CWND,
             P_INIT_SSTHRESH,
@@ -132,11 +136,27 @@ impl Cubic {
             P_ECN,
             ParamInfo { name: "hystart", default: "false", help: "HyStart slow-start exit (WAN-scale defaults)" },
             ParamInfo { name: "hystart_detect", default: "both", help: "HyStart detectors: both, ack_train or delay" },
-            ParamInfo { name: "hystart_low_window", default: "16", help: "HyStart inactive below this window (segments)" },
-            ParamInfo { name: "hystart_min_samples", default: "8", help: "RTT samples per round for the delay detector" },
+            ParamInfo {
+                name: "hystart_low_window",
+                default: "16",
+                help: "HyStart inactive below this window (segments)",
+            },
+            ParamInfo {
+                name: "hystart_min_samples",
+                default: "8",
+                help: "RTT samples per round for the delay detector",
+            },
             ParamInfo { name: "hystart_ack_delta", default: "2ms", help: "largest ACK spacing within an ACK train" },
-            ParamInfo { name: "hystart_delay_min", default: "4ms", help: "lower clamp of the delay-increase threshold" },
-            ParamInfo { name: "hystart_delay_max", default: "1000ms", help: "upper clamp of the delay-increase threshold" },
+            ParamInfo {
+                name: "hystart_delay_min",
+                default: "4ms",
+                help: "lower clamp of the delay-increase threshold",
+            },
+            ParamInfo {
+                name: "hystart_delay_max",
+                default: "1000ms",
+                help: "upper clamp of the delay-increase threshold",
+            },
         ];
         CcInfo { name: "cubic", summary: "TCP CUBIC (RFC 9438): cubic window growth after loss", params: P }
     }
