@@ -134,3 +134,50 @@ fn rate_variant_of_hpcc_ns3_holds_the_queue_with_go_back_n() {
     assert!(util >= 0.95, "utilisation {util}");
     assert!(q <= 2.0 * K, "mean queue {q} B");
 }
+
+/// 32-to-1 incast of 4 MB flows into a 100 KB drop-tail queue marking at
+/// K = 60 KB (min RTO 1 ms).
+fn lossy_incast(cc: &str) -> Simulation {
+    let sc = json!({
+        "duration": "200ms", "seed": 1,
+        "topology": {"kind": "star", "hosts": 33, "link_rate": "100Gbps", "link_delay": "1us"},
+        "switch": {"queue_cap": "100KB",
+                   "ecn": {"enabled": true, "kmin": "60KB", "kmax": "60KB", "pmax": 1.0, "at": "enqueue"}},
+        "host": {"max_outstanding": 0, "rto_min": "1ms"},
+        "cc": {"algorithm": cc},
+        "workload": [{"kind": "long", "receiver": 0, "size": "4MB"}],
+    });
+    let mut sim = Simulation::from_json(&sc.to_string(), Path::new(".")).unwrap();
+    sim.run_until(u64::MAX);
+    sim
+}
+
+#[test]
+fn shallow_buffer_incast_loses_far_less_than_newreno_and_completes() {
+    let d = lossy_incast("dctcp");
+    let r = lossy_incast("newreno");
+    let drops = |s: &Simulation| s.summary()["network"]["drops_packets"].as_u64().unwrap();
+    let mut fin: Vec<f64> = d
+        .flows
+        .iter()
+        .map(|f| {
+            assert_eq!(f.rcv_nxt, 4_000_000);
+            f.finished.expect("flow completes") as f64 * 1e-9
+        })
+        .collect();
+    fin.sort_by(|a, b| a.total_cmp(b));
+    let ideal = 32.0 * 4e6 * (1024.0 + 48.0) / 1024.0 * 8.0 / 100e9 * 1e3;
+    println!(
+        "32-to-1 incast, 100 KB buffer, K 60 KB: DCTCP drops {} (timeouts {}), NewReno drops {} (timeouts {}); \
+         DCTCP completions {:.2}/{:.2}/{:.2} ms (min/p50/max; all bytes at line rate {ideal:.2} ms)",
+        drops(&d),
+        d.summary()["flows"]["timeouts"],
+        drops(&r),
+        r.summary()["flows"]["timeouts"],
+        fin[0],
+        fin[16],
+        fin[31]
+    );
+    assert!(drops(&d) * 10 < drops(&r));
+    assert!(fin[31] <= 1.01 * ideal, "completions {fin:?}");
+}

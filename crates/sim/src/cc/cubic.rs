@@ -539,6 +539,43 @@ mod tests {
     }
 
     #[test]
+    fn hystart_ack_train_detector_ends_slow_start_after_half_a_min_rtt_of_acks() {
+        let mut c = build(json!({"algorithm": "cubic", "hystart": true, "hystart_detect": "ack_train",
+                                  "hystart_low_window": 0, "hystart_ack_delta": "2us"}))
+        .unwrap();
+        let mut f = flow();
+        c.on_start(&mut CcCtx { now: 0, flow: &mut f });
+        f.snd_nxt = 1_000_000;
+        // ACKs 1 us apart, RTT 100 us: the train passes half the RTT at the 52nd ACK.
+        let mut now = 0;
+        for i in 1..=60u64 {
+            now += US;
+            let mut a = ack(i * 1000, 1000);
+            a.rtt = 100 * US;
+            c.on_ack(&mut CcCtx { now, flow: &mut f }, &a);
+            if i <= 51 {
+                assert!(!c.hystart.found, "found at ACK {i}");
+            }
+        }
+        assert!(c.hystart.found);
+        // Found on ACK 52 (51 us after the round began), with cwnd = 10 + 52 segments.
+        assert!((c.tcp.ssthresh - 62_000.0).abs() < 1e-9, "ssthresh = cwnd when found: {}", c.tcp.ssthresh);
+        // A gap in the train (ACKs more than ack_delta apart) does not count.
+        let mut c2 = build(json!({"algorithm": "cubic", "hystart": true, "hystart_detect": "ack_train",
+                                   "hystart_low_window": 0, "hystart_ack_delta": "2us"}))
+        .unwrap();
+        let mut f2 = flow();
+        c2.on_start(&mut CcCtx { now: 0, flow: &mut f2 });
+        f2.snd_nxt = 1_000_000;
+        for i in 1..=60u64 {
+            let mut a = ack(i * 1000, 1000);
+            a.rtt = 100 * US;
+            c2.on_ack(&mut CcCtx { now: i * 3 * US, flow: &mut f2 }, &a);
+        }
+        assert!(!c2.hystart.found);
+    }
+
+    #[test]
     fn bad_parameters_are_rejected() {
         for (j, field) in [
             (json!({"algorithm": "cubic", "beta": 1.0}), "cc.beta"),
