@@ -24,6 +24,12 @@ fn dumbbell40(cc: Value) -> Value {
     })
 }
 
+/// Utilisation of the dumbbell's bottleneck (left -> right) over the window.
+fn bottleneck_utilization(sim: &Simulation) -> f64 {
+    let p = (0..sim.ports.len() as u32).find(|&p| sim.port_name(p) == "left->right").expect("dumbbell");
+    sim.port_utilization(p)
+}
+
 fn cubic(sim: &Simulation, f: usize) -> &Cubic {
     match &sim.flows[f].cc {
         Cc::Cubic(c) => c,
@@ -38,13 +44,15 @@ fn two_flows_fill_the_40mbps_120ms_dumbbell() {
         Simulation::from_json(&dumbbell40(json!({"algorithm": "cubic"})).to_string(), Path::new(".")).unwrap();
     sim.run_until(u64::MAX);
     let s = sim.summary();
-    let util = s["bottleneck"]["utilization"].as_f64().unwrap();
+    let util = bottleneck_utilization(&sim);
     let jain = s["flows"]["jain"].as_f64().unwrap();
     let (a, b) = (cubic(&sim, 0), cubic(&sim, 1));
     println!(
         "CUBIC 2 flows, 40 Mb/s 120 ms dumbbell, window 12-60 s: util {util:.4}, Jain {jain:.4}, queue mean {:.1} KB, \
          drops {}, fast retransmits {}+{}, timeouts {}+{}, simulated 60 s in {:.2} s",
-        s["bottleneck"]["queue_mean_kb"].as_f64().unwrap(),
+        s["ports"].as_array().unwrap().iter().find(|p| p["name"] == "left->right").unwrap()["queue_mean_kb"]
+            .as_f64()
+            .unwrap(),
         s["network"]["drops_packets"],
         a.tcp.fast_retransmits,
         b.tcp.fast_retransmits,

@@ -49,6 +49,12 @@ fn synchronised_aimd_utilisation(bdp: f64, hi: f64) -> f64 {
     delivered / time
 }
 
+/// Utilisation of the dumbbell's bottleneck (left -> right) over the window.
+fn bottleneck_utilization(sim: &Simulation) -> f64 {
+    let p = (0..sim.ports.len() as u32).find(|&p| sim.port_name(p) == "left->right").expect("dumbbell");
+    sim.port_utilization(p)
+}
+
 fn newreno(sim: &Simulation, f: usize) -> &ccgym_sim::cc::NewReno {
     match &sim.flows[f].cc {
         Cc::NewReno(r) => r,
@@ -92,7 +98,7 @@ fn sawtooth_of_additive_increase_and_halving_on_a_small_drop_tail_queue() {
         }
     }
     let s = sim.summary();
-    let util = s["bottleneck"]["utilization"].as_f64().unwrap();
+    let util = bottleneck_utilization(&sim);
     let r = newreno(&sim, 0);
     println!(
         "NewReno sawtooth: {} cycles after 200 ms, peaks {:.1}..{:.1} segments, troughs {:.1}..{:.1}, \
@@ -129,7 +135,7 @@ fn two_flows_on_the_40mbps_120ms_dumbbell() {
     let mut sim = Simulation::from_json(&dumbbell40("newreno").to_string(), Path::new(".")).unwrap();
     sim.run_until(u64::MAX);
     let s = sim.summary();
-    let util = s["bottleneck"]["utilization"].as_f64().unwrap();
+    let util = bottleneck_utilization(&sim);
     let jain = s["flows"]["jain"].as_f64().unwrap();
     // Synchronised halving between (BDP + buffer) and half of it, in 1500-B packets.
     let bdp = 40e6 * sim.flows[0].ctl.base_rtt as f64 * 1e-12 / 8.0 / 1500.0;

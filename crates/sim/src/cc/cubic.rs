@@ -20,9 +20,11 @@
 //!   1 once `W_est` reaches the window before the last reduction (RFC 9438
 //!   4.3); if `W_cubic(t) < W_est`, cwnd = W_est.
 //! * slow start: Reno's (`+min(acked, MSS)` per ACK).
-//! * RTO (RFC 9438 4.8): `ssthresh = max(beta cwnd, 2 MSS)`, cwnd = 1 MSS, the
-//!   epoch is reset and `W_max` forgotten, so the first congestion avoidance
-//!   after a timeout starts with K = 0 from the window it has then.
+//! * RTO (RFC 9438 4.8): `ssthresh = max(beta cwnd, 2 MSS)` (kept if the
+//!   window was already reduced for the data in flight, e.g. a timeout during
+//!   fast recovery, as for NewReno), cwnd = 1 MSS, the epoch is reset and
+//!   `W_max` forgotten, so the first congestion avoidance after a timeout
+//!   starts with K = 0 from the window it has then.
 //!
 //! HyStart (Ha & Rhee 2011, as in Linux before 5.x and ns-3: ACK-train and
 //! delay-increase detection, which end slow start by setting ssthresh = cwnd)

@@ -289,7 +289,7 @@ impl CongestionControl for Dctcp {
 
     fn on_fast_retransmit(&mut self, ctx: &mut CcCtx) {
         if self.variant == DctcpVariant::Window {
-            let ss = self.half(TcpWindow::flight(ctx));
+            let ss = self.half(self.tcp.loss_flight(ctx));
             self.tcp.enter_recovery(ss);
             self.tcp.apply(ctx, 0);
         }

@@ -14,12 +14,18 @@
 //! line rate: no pacing):
 //! * slow start (cwnd < ssthresh): `cwnd += min(newly acked, MSS)` per ACK;
 //! * congestion avoidance: `cwnd += max(1, MSS*MSS/cwnd)` per ACK;
-//! * third duplicate ACK: `ssthresh = max(2 MSS, flight/2)`, `cwnd = ssthresh
+//! * third duplicate ACK: `ssthresh = max(2 MSS, flight/2)` (flight without
+//!   the limited-transmit segments, i.e. at most cwnd), `cwnd = ssthresh
 //!   + 3 MSS`; `+1 MSS` per further duplicate ACK; a partial ACK deflates cwnd
 //!   by the bytes it acknowledges and adds back one MSS if that was at least
 //!   one MSS (RFC 6582 3.2 step 5); the full ACK sets `cwnd = ssthresh`;
 //! * retransmission timeout: `ssthresh = max(2 MSS, flight/2)` with the flight
-//!   before the timeout, `cwnd = 1 MSS`, slow start again;
+//!   before the timeout, `cwnd = 1 MSS`, slow start again. If the window was
+//!   already reduced for the data in flight (a timeout during fast recovery,
+//!   within an ECN reduction, or a repeated timeout before the data of the
+//!   previous one is acknowledged), ssthresh is kept, as in Linux
+//!   `tcp_enter_loss` and RFC 5681 (repeated timeouts): otherwise the window
+//!   inflated by fast recovery would set a far too high ssthresh;
 //! * limited transmit (RFC 3042, on by default as in ns-3): the first and
 //!   second duplicate ACK each let one new segment out (window = cwnd + n MSS).
 //!
@@ -237,6 +243,13 @@ impl TcpWindow {
         ctx.flow.snd_nxt.saturating_sub(ctx.flow.snd_una) as f64
     }
 
+    /// FlightSize for the ssthresh of a fast retransmit: the bytes in flight,
+    /// without what limited transmit sent beyond cwnd (RFC 5681 3.2 step 2).
+    #[inline]
+    pub fn loss_flight(&self, ctx: &CcCtx) -> f64 {
+        Self::flight(ctx).min(self.cwnd)
+    }
+
     /// Bytes that were in flight when the retransmission timer expired (the
     /// NIC has already gone back to `snd_una`).
     pub fn flight_before_timeout(&self, ctx: &CcCtx) -> f64 {
@@ -347,7 +360,7 @@ impl CongestionControl for NewReno {
     }
 
     fn on_fast_retransmit(&mut self, ctx: &mut CcCtx) {
-        let ss = self.half(TcpWindow::flight(ctx));
+        let ss = self.half(self.tcp.loss_flight(ctx));
         self.tcp.enter_recovery(ss);
         self.tcp.apply(ctx, 0);
     }
@@ -469,6 +482,8 @@ pub(super) mod tests {
         d.dup_acks = 2;
         r.on_ack(&mut ctx, &d);
         assert_eq!(ctx.flow.window, 42_000);
+        // The NIC sent two new segments; they do not count in FlightSize.
+        ctx.flow.snd_nxt = 142_000;
         // Third: on_ack (no change) then on_fast_retransmit.
         d.dup_acks = 3;
         d.in_recovery = true;
@@ -531,6 +546,7 @@ pub(super) mod tests {
         // A timeout during fast recovery keeps the ssthresh of the recovery.
         ctx.flow.snd_una = 50_000;
         ctx.flow.snd_nxt = 90_000;
+        r.tcp.cwnd = 40_000.0;
         r.on_fast_retransmit(&mut ctx);
         assert_eq!(r.tcp.ssthresh, 20_000.0);
         r.on_send(&mut ctx, 1048);
