@@ -97,7 +97,6 @@ fn sawtooth_of_additive_increase_and_halving_on_a_small_drop_tail_queue() {
             last_trough = Some((w[1].0, b));
         }
     }
-    let s = sim.summary();
     let util = bottleneck_utilization(&sim);
     let r = newreno(&sim, 0);
     println!(
