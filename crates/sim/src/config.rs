@@ -75,6 +75,9 @@ pub struct Scenario {
     /// Traffic sources; at least one.
     #[serde(default)]
     pub workload: Vec<WorkloadConfig>,
+    /// Learned CC: how flows whose CC is `agent` observe, are rewarded and act.
+    #[serde(default)]
+    pub agent: Option<crate::agent::AgentConfig>,
 }
 
 fn default_name() -> String {

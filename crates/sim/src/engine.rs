@@ -45,6 +45,11 @@ pub enum Event {
         /// Timer generation when it was armed.
         generation: u32,
     },
+    /// The action a policy chose for an agent flow takes effect.
+    ApplyAction {
+        /// Flow id.
+        flow: u32,
+    },
     /// Take one sample of the time series.
     Sample,
     /// Start of the collection window.
@@ -92,7 +97,7 @@ impl EventQueue {
     pub fn push(&mut self, time: Time, event: Event) {
         self.seq += 1;
         let e = Entry { time, seq: self.seq, event };
-        if matches!(event, Event::CcTimer { .. }) {
+        if matches!(event, Event::CcTimer { .. } | Event::ApplyAction { .. }) {
             self.timers.push(e);
         } else {
             self.heap.push(e);

@@ -21,6 +21,7 @@
 //! assert!(summary["bottleneck"]["utilization"].as_f64().unwrap() > 0.9);
 //! ```
 
+pub mod agent;
 pub mod cc;
 pub mod config;
 pub mod engine;
@@ -28,6 +29,7 @@ pub mod host;
 pub mod metrics;
 pub mod net;
 pub mod packet;
+pub mod policy;
 pub mod report;
 pub mod sim;
 pub mod topology;

@@ -8,6 +8,7 @@
 //! (`host_receive`), answering with ACK/NACK/CNP/probe replies that travel
 //! back the same way.
 
+use crate::agent::{ActionMap, AgentCc, AgentSpec};
 use crate::cc::{AckEvent, Cc, CcCtx, CongestionControl, FlowCtl, ProbeEvent, Transport};
 use crate::config::{parse_scenario, CfgResult, ConfigError, Scenario};
 use crate::engine::{Event, EventQueue};
@@ -15,6 +16,7 @@ use crate::host::{Flow, Host, SchedState};
 use crate::net::port::{Port, PortStats, Queue, Red, SchedKind};
 use crate::net::switch::{Admit, Mmu};
 use crate::packet::{IntHop, PacketKind, PacketPool, PktId};
+use crate::policy::{Mlp, Precision};
 use crate::topology::{ecmp_index, NodeKind, Topology};
 use crate::units::{fmt_time, ser_time, Time, SEC, US};
 use crate::workload::{FlowSpec, WorkloadBuilder, UNLIMITED};
@@ -22,6 +24,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::cmp::Reverse;
 use std::path::Path;
+use std::sync::Arc;
 
 /// An item of the application data schedule.
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +101,66 @@ pub struct Simulation {
     max_outstanding: u64,
     burst: u64,
     ecn_red: Option<Red>,
+    /// The agent bridge, when the scenario has an `[agent]` table.
+    pub bridge: Option<Bridge>,
+}
+
+/// Decision requests (and ends) of agent flows, in the order they arose.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    /// Flow (agent) ids.
+    pub flows: Vec<u32>,
+    /// Simulated time of each request.
+    pub times: Vec<Time>,
+    /// Observations, one row of `dim` values per entry.
+    pub obs: Vec<f32>,
+    /// Reward of each agent's previous action.
+    pub rewards: Vec<f32>,
+    /// The flow ended (its data is all delivered or it stopped): no action needed.
+    pub done: Vec<bool>,
+    /// The run ended with the flow still active: no action needed.
+    pub truncated: Vec<bool>,
+}
+
+impl Batch {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.flows.clear();
+        self.times.clear();
+        self.obs.clear();
+        self.rewards.clear();
+        self.done.clear();
+        self.truncated.clear();
+    }
+}
+
+/// The simulator side of the agent bridge (see `crate::agent`).
+pub struct Bridge {
+    /// The checked `[agent]` table.
+    pub spec: Arc<AgentSpec>,
+    /// Observation length.
+    pub dim: usize,
+    /// The batch being collected or waiting for actions.
+    pub batch: Batch,
+    /// A batch is out and waits for `agent_act`.
+    awaiting: bool,
+    /// The stepping API is in use (otherwise external decisions keep the rate).
+    stepping: bool,
+    /// Truncation entries were emitted.
+    ended: bool,
+    /// Native policy and its scratch space.
+    native: Option<(Mlp, Vec<f32>)>,
+    /// Decisions requested so far.
+    pub decisions: u64,
 }
 
 fn build_err<T>(r: CfgResult<T>) -> CfgResult<T> {
@@ -222,6 +285,7 @@ impl Simulation {
             burst: sc.host.burst.0.max(1),
             sample_interval: sc.metrics.sample_interval.0,
             ecn_red,
+            bridge: None,
             topo,
             ports,
             hosts,
@@ -243,6 +307,7 @@ impl Simulation {
             series: Series::default(),
             scenario: sc,
         };
+        sim.bridge = build_bridge(&sim.scenario, base_dir)?;
         sim.create_flows(specs)?;
         sim.schedule_initial();
         Ok(sim)
@@ -258,6 +323,26 @@ impl Simulation {
         for s in &specs {
             let cc = match cc_cache.iter().find(|(c, _)| **c == s.cc) {
                 Some((_, cc)) => cc.clone(),
+                None if s.cc.algorithm == "agent" => {
+                    let field = &s.cc_field;
+                    let Some(bridge) = &self.bridge else {
+                        return Err(ConfigError::new(
+                            format!("{field}.algorithm"),
+                            "\"agent\"",
+                            "agent flows need an [agent] table in the scenario",
+                        ));
+                    };
+                    if let Some(k) = s.cc.params.keys().next() {
+                        return Err(ConfigError::new(
+                            format!("{field}.{k}"),
+                            "",
+                            "the agent CC takes no parameters here; configure it in [agent]",
+                        ));
+                    }
+                    let cc = Cc::Agent(Box::new(AgentCc::new(bridge.spec.clone())));
+                    cc_cache.push((&s.cc, cc.clone()));
+                    cc
+                }
                 None => {
                     let cc = Cc::from_config(&s.cc, &s.cc_field)?;
                     cc_cache.push((&s.cc, cc.clone()));
@@ -338,6 +423,7 @@ impl Simulation {
                     timer: None,
                     probe_requested: false,
                     want_int: false,
+                    decision_due: false,
                 },
                 app_limit: 0,
                 next_avail: 0.0,
@@ -476,6 +562,7 @@ impl Simulation {
                     self.cc_event(flow, |cc, ctx| cc.on_timer(ctx));
                 }
             }
+            Event::ApplyAction { flow } => self.on_apply_action(flow),
             Event::Sample => self.take_sample(),
             Event::WindowStart => self.window_start(),
             Event::WindowEnd => self.window_end(),
@@ -1165,9 +1252,179 @@ impl Simulation {
         if f.finished.is_none() && f.ctl.snd_una >= f.app_limit && f.app_limit == f.ctl.size {
             f.finished = Some(now);
             f.timer_gen = f.timer_gen.wrapping_add(1);
+            self.agent_ended(fid, false);
             return;
         }
         self.schedule_flow(fid);
+    }
+
+    // ---------------------------------------------------------- agent bridge
+
+    /// A decision of agent flow `fid` is due: answer it natively or queue it.
+    fn on_decision(&mut self, fid: u32) {
+        let now = self.now;
+        let Some(bridge) = self.bridge.as_mut() else { return };
+        let Cc::Agent(agent) = &mut self.flows[fid as usize].cc else { return };
+        bridge.decisions += 1;
+        let action = if let Some((mlp, scratch)) = bridge.native.as_mut() {
+            let mut out = [0f32; 64];
+            let n = mlp.outputs().min(64);
+            mlp.forward(agent.observation(), &mut out[..n], scratch);
+            if n > 1 {
+                // Several outputs: a discrete policy's scores; take the best.
+                (0..n).max_by(|&i, &j| out[i].total_cmp(&out[j])).unwrap_or(0) as f32
+            } else {
+                out[0]
+            }
+        } else if bridge.stepping {
+            let b = &mut bridge.batch;
+            b.flows.push(fid);
+            b.times.push(now);
+            b.obs.extend_from_slice(agent.observation());
+            b.rewards.push(agent.last_reward);
+            b.done.push(false);
+            b.truncated.push(false);
+            return;
+        } else {
+            // Nobody is stepping this simulation: hold the rate.
+            neutral_action(&bridge.spec.action)
+        };
+        self.schedule_action(fid, now, action);
+    }
+
+    /// Applies `action` for the request made at `at` once the policy delay has passed.
+    fn schedule_action(&mut self, fid: u32, at: Time, action: f32) {
+        let delay = self.bridge.as_ref().map_or(0, |b| b.spec.policy_delay);
+        if delay == 0 {
+            self.cc_event(fid, |cc, ctx| {
+                if let Cc::Agent(a) = cc {
+                    a.apply(ctx, action)
+                }
+            });
+        } else {
+            if let Cc::Agent(a) = &mut self.flows[fid as usize].cc {
+                a.pending_action = action;
+            }
+            self.events.push(at + delay, Event::ApplyAction { flow: fid });
+        }
+    }
+
+    fn on_apply_action(&mut self, fid: u32) {
+        let f = &self.flows[fid as usize];
+        if f.finished.is_some() {
+            return;
+        }
+        let Cc::Agent(a) = &f.cc else { return };
+        let action = a.pending_action;
+        self.cc_event(fid, |cc, ctx| {
+            if let Cc::Agent(a) = cc {
+                a.apply(ctx, action)
+            }
+        });
+    }
+
+    /// Reports the end of agent flow `fid` to the policy (done or truncated).
+    fn agent_ended(&mut self, fid: u32, truncated: bool) {
+        let now = self.now;
+        let Some(bridge) = self.bridge.as_mut() else { return };
+        if !bridge.stepping || bridge.native.is_some() {
+            return;
+        }
+        let f = &mut self.flows[fid as usize];
+        let Cc::Agent(agent) = &mut f.cc else { return };
+        let ctx = CcCtx { now, flow: &mut f.ctl };
+        let reward = agent.finish(&ctx);
+        let b = &mut bridge.batch;
+        b.flows.push(fid);
+        b.times.push(now);
+        b.obs.extend_from_slice(agent.observation());
+        b.rewards.push(reward);
+        b.done.push(!truncated);
+        b.truncated.push(truncated);
+    }
+
+    /// Runs until the policy must answer: returns a batch of decision
+    /// requests (see [`Simulation::batch`]) and whether the run is over.
+    ///
+    /// With `policy_delay` 0 a batch holds the requests made at one instant
+    /// (blocking semantics); with a positive delay the simulation keeps going
+    /// until the first request's action is due, so the batch gathers every
+    /// request made meanwhile.
+    pub fn agent_step(&mut self) -> Result<bool, String> {
+        let Some(bridge) = self.bridge.as_mut() else {
+            return Err("this scenario has no [agent] table".into());
+        };
+        if bridge.native.is_some() {
+            return Err("this scenario's agents use a native policy; run it with run_until".into());
+        }
+        if bridge.awaiting {
+            return Err("answer the last batch with agent_act() before stepping again".into());
+        }
+        bridge.stepping = true;
+        bridge.batch.clear();
+        let delay = bridge.spec.policy_delay;
+        loop {
+            let first = {
+                let b = &self.bridge.as_ref().expect("bridge").batch;
+                (0..b.len()).find(|&i| !b.done[i] && !b.truncated[i]).map(|i| b.times[i])
+            };
+            let Some(t) = self.events.peek_time().filter(|&t| t <= self.end) else { break };
+            if let Some(t0) = first {
+                if (delay == 0 && t > t0) || (delay > 0 && t >= t0 + delay) {
+                    let bridge = self.bridge.as_mut().expect("bridge");
+                    bridge.awaiting = true;
+                    return Ok(false);
+                }
+            }
+            let (time, ev) = self.events.pop().expect("peeked");
+            self.now = time;
+            self.event_count += 1;
+            self.dispatch(ev);
+        }
+        // Out of events before the end, or at the end: the run is over.
+        self.now = self.end;
+        if !self.bridge.as_ref().expect("bridge").ended {
+            self.bridge.as_mut().expect("bridge").ended = true;
+            for fid in 0..self.flows.len() as u32 {
+                let f = &self.flows[fid as usize];
+                if f.started && f.finished.is_none() && matches!(f.cc, Cc::Agent(_)) {
+                    self.agent_ended(fid, true);
+                }
+            }
+        }
+        let bridge = self.bridge.as_mut().expect("bridge");
+        bridge.awaiting = bridge.batch.done.iter().zip(&bridge.batch.truncated).any(|(d, t)| !d && !t);
+        Ok(true)
+    }
+
+    /// The batch returned by the last [`Simulation::agent_step`].
+    pub fn batch(&self) -> Option<&Batch> {
+        self.bridge.as_ref().map(|b| &b.batch)
+    }
+
+    /// Answers the last batch: one action per entry (entries that are done or
+    /// truncated take none; their value is ignored).
+    pub fn agent_act(&mut self, actions: &[f32]) -> Result<(), String> {
+        let Some(bridge) = self.bridge.as_mut() else {
+            return Err("this scenario has no [agent] table".into());
+        };
+        let n = bridge.batch.len();
+        if actions.len() != n {
+            return Err(format!("expected {n} actions (one per batch entry), got {}", actions.len()));
+        }
+        if !bridge.awaiting {
+            return Ok(());
+        }
+        bridge.awaiting = false;
+        let batch = std::mem::take(&mut bridge.batch);
+        for (i, &a) in actions.iter().enumerate() {
+            if batch.done[i] || batch.truncated[i] {
+                continue;
+            }
+            self.schedule_action(batch.flows[i], batch.times[i], a);
+        }
+        self.bridge.as_mut().expect("bridge").batch = batch;
+        Ok(())
     }
 
     /// Runs one CC callback on flow `fid` and applies what it changed.
@@ -1199,6 +1456,11 @@ impl Simulation {
                 self.events.push(t, Event::CcTimer { flow: fid, generation: f.timer_gen });
             }
         }
+        if f.ctl.decision_due {
+            f.ctl.decision_due = false;
+            self.on_decision(fid);
+        }
+        let f = &mut self.flows[fid as usize];
         if f.ctl.probe_requested && !f.can_send(self.max_outstanding) && f.started && f.finished.is_none() {
             f.ctl.probe_requested = false;
             let (src, dst) = (f.src, f.dst);
@@ -1400,6 +1662,61 @@ impl Simulation {
         let peer_node = self.ports[pt.peer as usize].node;
         format!("{}->{}", self.topo.nodes[pt.node as usize].name, self.topo.nodes[peer_node as usize].name)
     }
+}
+
+/// The action that leaves an agent's rate unchanged.
+fn neutral_action(map: &ActionMap) -> f32 {
+    match map {
+        ActionMap::Discrete(t) => {
+            t.iter().enumerate().min_by(|a, b| (a.1 - 1.0).abs().total_cmp(&(b.1 - 1.0).abs())).map_or(0, |(i, _)| i)
+                as f32
+        }
+        ActionMap::Rate => f32::NAN,
+        _ => 0.0,
+    }
+}
+
+/// Builds the agent bridge of a scenario, loading its native policy if any.
+fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<Bridge>> {
+    let Some(cfg) = &sc.agent else { return Ok(None) };
+    let spec = AgentSpec::from_config(cfg)?;
+    let dim = spec.obs_dim();
+    let native = if cfg.policy == "external" {
+        None
+    } else {
+        let precision = match cfg.precision.as_str() {
+            "float32" => Precision::Float32,
+            "int8" => Precision::Int8,
+            other => {
+                return Err(ConfigError::new("agent.precision", format!("\"{other}\""), "use \"float32\" or \"int8\""))
+            }
+        };
+        let path = base_dir.join(&cfg.policy);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            ConfigError::new("agent.policy", format!("\"{}\"", cfg.policy), format!("cannot read the policy file: {e}"))
+        })?;
+        let mlp = Mlp::from_json(&text, precision)
+            .map_err(|e| ConfigError::new("agent.policy", format!("\"{}\"", cfg.policy), e))?;
+        if mlp.inputs() != dim {
+            return Err(ConfigError::new(
+                "agent.policy",
+                format!("\"{}\"", cfg.policy),
+                format!("the policy takes {} inputs but [agent] observations have {dim}", mlp.inputs()),
+            ));
+        }
+        let scratch = vec![0.0; mlp.scratch_len()];
+        Some((mlp, scratch))
+    };
+    Ok(Some(Bridge {
+        spec: Arc::new(spec),
+        dim,
+        batch: Batch::default(),
+        awaiting: false,
+        stepping: false,
+        ended: false,
+        native,
+        decisions: 0,
+    }))
 }
 
 /// Adds [a, b) to a sorted list of disjoint ranges, merging neighbours.

@@ -66,6 +66,8 @@ pub struct FlowCtl {
     pub probe_requested: bool,
     /// Data packets must collect INT records.
     pub want_int: bool,
+    /// An agent flow has a decision request ready for its policy (see `crate::agent`).
+    pub decision_due: bool,
 }
 
 /// The handle a CC algorithm gets with every event.
@@ -239,6 +241,11 @@ pub fn catalogue() -> Vec<CcInfo> {
         Cubic::info(),
         LineRate::info(),
         FixedRate::info(),
+        CcInfo {
+            name: "agent",
+            summary: "learned CC: a policy (Python or a native policy file) sets the rate; configured by [agent]",
+            params: &[],
+        },
     ]
 }
 
@@ -249,6 +256,8 @@ pub enum Cc {
     LineRate(LineRate),
     /// A constant rate.
     FixedRate(FixedRate),
+    /// A learned policy through the agent bridge.
+    Agent(Box<crate::agent::AgentCc>),
     /// DCQCN.
     Dcqcn(Dcqcn),
     /// HPCC.
@@ -377,6 +386,11 @@ impl Cc {
             "dctcp" => build!(Dctcp, Dctcp),
             "newreno" => build!(NewReno, NewReno),
             "cubic" => build!(Cubic, Cubic),
+            "agent" => Err(ConfigError::new(
+                format!("{field}.algorithm"),
+                "\"agent\"",
+                "an agent flow needs the scenario's [agent] table",
+            )),
             other => {
                 let names: Vec<_> = catalogue().iter().map(|c| c.name).collect();
                 Err(ConfigError::new(
@@ -393,6 +407,7 @@ impl Cc {
         match self {
             Cc::LineRate(_) => "line_rate",
             Cc::FixedRate(_) => "fixed_rate",
+            Cc::Agent(_) => "agent",
             Cc::Dcqcn(_) => "dcqcn",
             Cc::Hpcc(_) => "hpcc",
             Cc::Swift(_) => "swift",
@@ -409,6 +424,7 @@ macro_rules! dispatch {
         match $self {
             Cc::LineRate($cc) => $call,
             Cc::FixedRate($cc) => $call,
+            Cc::Agent($cc) => $call,
             Cc::Dcqcn($cc) => $call,
             Cc::Hpcc($cc) => $call,
             Cc::Swift($cc) => $call,

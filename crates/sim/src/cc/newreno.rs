@@ -408,6 +408,7 @@ pub(super) mod tests {
             timer: None,
             probe_requested: false,
             want_int: false,
+            decision_due: false,
         }
     }
 

@@ -372,6 +372,7 @@ mod tests {
             timer: None,
             probe_requested: false,
             want_int: false,
+            decision_due: false,
         }
     }
 

@@ -1,0 +1,144 @@
+//! The agent bridge: batching, delayed actions, flow ends, native policies.
+
+use ccgym_sim::Simulation;
+use serde_json::{json, Value};
+use std::path::Path;
+
+fn scenario(agent: Value, workload: Value, duration: &str) -> Value {
+    json!({
+        "duration": duration,
+        "topology": {"kind": "star", "hosts": 5, "link_rate": "100Gbps",
+                     "uplink_delay": "3us", "downlink_delay": "1us"},
+        "switch": {"queue_cap": "10MiB", "buffer": "64MiB"},
+        "cc": {"algorithm": "agent"},
+        "agent": agent,
+        "metrics": {"window": ["500us", duration]},
+        "workload": [workload],
+    })
+}
+
+fn long4() -> Value {
+    json!({"kind": "long", "receiver": 0, "start": ["0us", "100us"]})
+}
+
+/// A hand-made proportional controller on the ADPG signal (the last feature).
+fn controller(obs: &[f32]) -> f32 {
+    let d = obs[obs.len() - 1];
+    (-0.5 * d).clamp(-1.0, 1.0)
+}
+
+fn drive(sim: &mut Simulation, mut policy: impl FnMut(&[f32]) -> f32) -> (u64, usize, usize) {
+    let (mut steps, mut done, mut truncated) = (0u64, 0usize, 0usize);
+    loop {
+        let over = sim.agent_step().unwrap();
+        let b = sim.batch().unwrap().clone();
+        let dim = if b.is_empty() { 0 } else { b.obs.len() / b.len() };
+        let actions: Vec<f32> = (0..b.len()).map(|i| policy(&b.obs[i * dim..(i + 1) * dim])).collect();
+        done += b.done.iter().filter(|d| **d).count();
+        truncated += b.truncated.iter().filter(|d| **d).count();
+        sim.agent_act(&actions).unwrap();
+        steps += 1;
+        if over {
+            return (steps, done, truncated);
+        }
+    }
+}
+
+fn build(s: &Value) -> Simulation {
+    Simulation::from_json(&s.to_string(), Path::new(".")).unwrap()
+}
+
+#[test]
+fn blocking_batches_hold_simultaneous_requests_and_control_works() {
+    let mut sim = build(&scenario(json!({}), long4(), "6ms"));
+    let (steps, done, truncated) = drive(&mut sim, controller);
+    assert!(steps > 500, "only {steps} batches");
+    assert_eq!((done, truncated), (0, 4));
+    let s = sim.summary();
+    let u = s["bottleneck"]["utilization"].as_f64().unwrap();
+    let jain = s["flows"]["jain"].as_f64().unwrap();
+    assert!(u > 0.9 && jain > 0.95, "utilisation {u}, Jain {jain}");
+    assert_eq!(s["network"]["drops_packets"], 0);
+}
+
+#[test]
+fn with_a_policy_delay_a_batch_spans_the_delay_and_actions_land_later() {
+    let mut sim = build(&scenario(json!({"policy_delay": "20us"}), long4(), "3ms"));
+    let mut widest = 0;
+    loop {
+        let over = sim.agent_step().unwrap();
+        let b = sim.batch().unwrap().clone();
+        if let (Some(a), Some(z)) = (b.times.first(), b.times.last()) {
+            assert!(z - a < 20_000_000, "a batch must not span more than the policy delay");
+            widest = widest.max(b.len());
+        }
+        let n = b.len();
+        sim.agent_act(&vec![0.0; n]).unwrap();
+        if over {
+            break;
+        }
+    }
+    assert!(widest >= 4, "a 20 us delay should gather requests of several flows, got {widest}");
+}
+
+#[test]
+fn stepping_twice_without_acting_is_an_error() {
+    let mut sim = build(&scenario(json!({}), long4(), "1ms"));
+    sim.agent_step().unwrap();
+    assert!(sim.agent_step().unwrap_err().contains("agent_act"));
+    let n = sim.batch().unwrap().len();
+    assert!(sim.agent_act(&vec![0.0; n + 1]).unwrap_err().contains("expected"));
+}
+
+#[test]
+fn flows_that_finish_report_done_once() {
+    let w = json!({"kind": "long", "receiver": 0, "size": "200KB", "start": ["0us", "300us"]});
+    let mut sim = build(&scenario(json!({}), w, "3ms"));
+    let (_, done, truncated) = drive(&mut sim, controller);
+    assert_eq!((done, truncated), (4, 0));
+    assert!(sim.flows.iter().all(|f| f.finished.is_some()));
+}
+
+fn native_file(dir: &Path) -> String {
+    // a = tanh(-0.5 d): input [m_prev, d_prev, m, d], one linear layer, tanh output.
+    let policy = json!({"format": "ccgym-mlp", "version": 1,
+        "layers": [{"weight": [[0.0, 0.0, 0.0, -0.5]], "activation": "none"}],
+        "output": "tanh", "int8": {"input_amax": [20.0]}});
+    let path = dir.join("p.json");
+    std::fs::write(&path, policy.to_string()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_native_policy_matches_the_same_policy_through_the_bridge() {
+    let dir = std::env::temp_dir().join(format!("ccgym-native-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = native_file(&dir);
+    let mut native = build(&scenario(json!({"policy": path}), long4(), "3ms"));
+    native.run_until(u64::MAX);
+    let mut external = build(&scenario(json!({}), long4(), "3ms"));
+    drive(&mut external, |o| (-0.5 * o[3]).tanh());
+    assert_eq!(native.summary()["flows"], external.summary()["flows"]);
+    assert_eq!(native.event_count, external.event_count);
+    let int8 = {
+        let mut s = build(&scenario(json!({"policy": path, "precision": "int8"}), long4(), "3ms"));
+        s.run_until(u64::MAX);
+        s.summary()["bottleneck"]["utilization"].as_f64().unwrap()
+    };
+    assert!(int8 > 0.9, "int8 utilisation {int8}");
+}
+
+#[test]
+fn bad_agent_settings_are_reported() {
+    let e = Simulation::from_json(
+        &scenario(json!({"policy": "/nonexistent/policy.json"}), long4(), "1ms").to_string(),
+        Path::new("."),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().starts_with("agent.policy"), "{e}");
+    let mut s = scenario(json!({}), long4(), "1ms");
+    s.as_object_mut().unwrap().remove("agent");
+    let e = Simulation::from_json(&s.to_string(), Path::new(".")).err().unwrap();
+    assert!(e.to_string().starts_with("cc.algorithm") && e.to_string().contains("[agent]"), "{e}");
+}
