@@ -6,7 +6,8 @@
 //! (a Rust panic) into `InternalError`, never a crash.
 
 use ccgym_sim::{Column, Simulation as Core};
-use numpy::IntoPyArray;
+use ccgym_sim::sim::Batch;
+use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -114,6 +115,44 @@ impl Simulation {
         Ok(done)
     }
 
+    /// Length of an agent observation (0 without an `[agent]` table).
+    #[getter]
+    fn obs_dim(&self) -> PyResult<usize> {
+        Ok(self.core()?.bridge.as_ref().map_or(0, |b| b.dim))
+    }
+
+    /// Agent decisions requested so far.
+    #[getter]
+    fn decisions(&self) -> PyResult<u64> {
+        Ok(self.core()?.bridge.as_ref().map_or(0, |b| b.decisions))
+    }
+
+    /// Runs until the policy must act; returns (over, batch) where batch maps
+    /// `flow`, `time_s`, `obs` (K x D), `reward`, `done`, `truncated` to arrays.
+    fn agent_step<'py>(&mut self, py: Python<'py>) -> PyResult<(bool, Bound<'py, PyDict>)> {
+        self.core()?;
+        let mut sim = self.sim.take().expect("checked");
+        let (sim, res) = py.detach(move || {
+            guarded("agent step", move || {
+                let r = sim.agent_step();
+                (sim, r)
+            })
+        })?;
+        self.sim = Some(sim);
+        let over = res.map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
+        let core = self.core()?;
+        let dim = core.bridge.as_ref().map_or(0, |b| b.dim);
+        let batch = core.batch().cloned().unwrap_or_default();
+        Ok((over, batch_dict(py, batch, dim, None)?))
+    }
+
+    /// Answers the last batch with one action per entry.
+    fn agent_act(&mut self, actions: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+        let actions = actions.as_slice()?.to_vec();
+        let sim = self.sim.as_mut().ok_or_else(|| InternalError::new_err("the simulation failed earlier"))?;
+        guarded("agent act", || sim.agent_act(&actions))?.map_err(pyo3::exceptions::PyValueError::new_err)
+    }
+
     /// The summary of what has run so far, as JSON text.
     fn summary(&self) -> PyResult<String> {
         let sim = self.core()?;
@@ -142,6 +181,182 @@ impl Simulation {
     }
 }
 
+/// Turns a batch into a dict of numpy arrays (`sim` added when `sim_index` is given).
+fn batch_dict<'py>(py: Python<'py>, b: Batch, dim: usize, sim_index: Option<Vec<u32>>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let k = b.flows.len();
+    if let Some(s) = sim_index {
+        d.set_item("sim", s.into_pyarray(py))?;
+    }
+    d.set_item("flow", b.flows.into_pyarray(py))?;
+    d.set_item("time_s", b.times.iter().map(|&t| t as f64 * 1e-12).collect::<Vec<f64>>().into_pyarray(py))?;
+    d.set_item("obs", b.obs.into_pyarray(py).reshape([k, dim])?)?;
+    d.set_item("reward", b.rewards.into_pyarray(py))?;
+    d.set_item("done", b.done.into_pyarray(py))?;
+    d.set_item("truncated", b.truncated.into_pyarray(py))?;
+    Ok(d)
+}
+
+/// Several simulations stepped together: one batch holds the decisions of
+/// all of them, and the simulations run on all cores.
+#[pyclass(module = "ccgym._sim")]
+struct Pool {
+    sims: Vec<Option<Core>>,
+    over: Vec<bool>,
+    dim: usize,
+    /// Entries per simulation in the last batch (to split the actions).
+    last_counts: Vec<usize>,
+}
+
+#[pymethods]
+impl Pool {
+    /// Builds one simulation per (scenario JSON, base dir); all must share
+    /// the observation length.
+    #[new]
+    fn new(py: Python<'_>, scenarios: Vec<(String, String)>) -> PyResult<Self> {
+        let built = py.detach(move || {
+            guarded("set-up", move || {
+                scenarios.iter().map(|(j, d)| Core::from_json(j, Path::new(d))).collect::<Vec<_>>()
+            })
+        })?;
+        let mut sims = vec![];
+        for (i, b) in built.into_iter().enumerate() {
+            sims.push(Some(b.map_err(|e| ScenarioError::new_err(format!("scenario {i}: {e}")))?));
+        }
+        let dims: Vec<usize> = sims.iter().map(|s| s.as_ref().unwrap().bridge.as_ref().map_or(0, |b| b.dim)).collect();
+        if dims.contains(&0) {
+            return Err(ScenarioError::new_err("every scenario of a pool needs an [agent] table with external policy"));
+        }
+        if dims.iter().any(|&d| d != dims[0]) {
+            return Err(ScenarioError::new_err(format!("observation lengths differ across the pool: {dims:?}")));
+        }
+        let n = sims.len();
+        Ok(Pool { sims, over: vec![false; n], dim: dims[0], last_counts: vec![0; n] })
+    }
+
+    /// Number of simulations.
+    fn __len__(&self) -> usize {
+        self.sims.len()
+    }
+
+    /// Observation length.
+    #[getter]
+    fn obs_dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Which simulations have reached their end.
+    #[getter]
+    fn over(&self) -> Vec<bool> {
+        self.over.clone()
+    }
+
+    /// Events processed by each simulation.
+    #[getter]
+    fn events(&self) -> Vec<u64> {
+        self.sims.iter().map(|s| s.as_ref().map_or(0, |s| s.event_count)).collect()
+    }
+
+    /// Steps every simulation that is not over (in parallel) and returns one
+    /// batch: `sim`, `flow`, `time_s`, `obs`, `reward`, `done`, `truncated`.
+    fn step<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut sims: Vec<Option<Core>> = self.sims.iter_mut().map(|s| s.take()).collect();
+        let over = self.over.clone();
+        let (sims, results) = py.detach(move || {
+            guarded("pool step", move || {
+                let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(sims.len()).max(1);
+                let chunk = sims.len().div_ceil(threads);
+                let mut results: Vec<Result<bool, String>> = vec![Ok(false); sims.len()];
+                std::thread::scope(|scope| {
+                    for (ss, (rs, os)) in
+                        sims.chunks_mut(chunk).zip(results.chunks_mut(chunk).zip(over.chunks(chunk)))
+                    {
+                        scope.spawn(move || {
+                            for ((s, r), &o) in ss.iter_mut().zip(rs.iter_mut()).zip(os) {
+                                if let Some(sim) = s.as_mut() {
+                                    *r = if o { Ok(true) } else { sim.agent_step() };
+                                }
+                            }
+                        });
+                    }
+                });
+                (sims, results)
+            })
+        })?;
+        self.sims = sims;
+        let mut merged = Batch::default();
+        let mut index = vec![];
+        for (i, r) in results.into_iter().enumerate() {
+            let sim = self.sims[i].as_ref().ok_or_else(|| InternalError::new_err("a simulation failed earlier"))?;
+            if self.over[i] {
+                self.last_counts[i] = 0;
+                continue;
+            }
+            self.over[i] = r.map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
+            let b = sim.batch().expect("agent scenario");
+            self.last_counts[i] = b.len();
+            index.extend(std::iter::repeat_n(i as u32, b.len()));
+            merged.flows.extend_from_slice(&b.flows);
+            merged.times.extend_from_slice(&b.times);
+            merged.obs.extend_from_slice(&b.obs);
+            merged.rewards.extend_from_slice(&b.rewards);
+            merged.done.extend_from_slice(&b.done);
+            merged.truncated.extend_from_slice(&b.truncated);
+        }
+        batch_dict(py, merged, self.dim, Some(index))
+    }
+
+    /// Answers the last pooled batch, one action per entry.
+    fn act(&mut self, actions: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+        let actions = actions.as_slice()?;
+        let total: usize = self.last_counts.iter().sum();
+        if actions.len() != total {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "expected {total} actions (one per batch entry), got {}",
+                actions.len()
+            )));
+        }
+        let mut at = 0;
+        for (i, &n) in self.last_counts.iter().enumerate() {
+            let Some(sim) = self.sims[i].as_mut() else { continue };
+            let part = &actions[at..at + n];
+            at += n;
+            // A simulation that was already over contributed nothing to the batch.
+            if n > 0 {
+                guarded("pool act", || sim.agent_act(part))?.map_err(pyo3::exceptions::PyValueError::new_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces simulation `i` by a new one (a new episode), e.g. another seed.
+    fn reset(&mut self, py: Python<'_>, i: usize, scenario_json: String, base_dir: String) -> PyResult<()> {
+        if i >= self.sims.len() {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!("no simulation {i}")));
+        }
+        let built =
+            py.detach(move || guarded("set-up", move || Core::from_json(&scenario_json, Path::new(&base_dir))))?;
+        let sim = built.map_err(|e| ScenarioError::new_err(e.to_string()))?;
+        if sim.bridge.as_ref().map_or(0, |b| b.dim) != self.dim {
+            return Err(ScenarioError::new_err("the new scenario's observation length differs from the pool's"));
+        }
+        self.sims[i] = Some(sim);
+        self.over[i] = false;
+        self.last_counts[i] = 0;
+        Ok(())
+    }
+
+    /// Summary (JSON text) of simulation `i`.
+    fn summary(&self, i: usize) -> PyResult<String> {
+        let sim = self
+            .sims
+            .get(i)
+            .and_then(|s| s.as_ref())
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(format!("no simulation {i}")))?;
+        guarded("summary", || sim.summary().to_string())
+    }
+}
+
 /// A parameter of a CC algorithm: (name, default, help).
 type ParamRow = (String, String, String);
 
@@ -165,6 +380,7 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("InternalError", m.py().get_type::<InternalError>())?;
     m.add_class::<Simulation>()?;
+    m.add_class::<Pool>()?;
     m.add_function(wrap_pyfunction!(cc_catalogue, m)?)?;
     Ok(())
 }
