@@ -5,8 +5,8 @@
 //! Python exception — a user mistake into `ScenarioError`, a simulator bug
 //! (a Rust panic) into `InternalError`, never a crash.
 
-use ccgym_sim::{Column, Simulation as Core};
 use ccgym_sim::sim::Batch;
+use ccgym_sim::{Column, Simulation as Core};
 use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -268,8 +268,7 @@ impl Pool {
                 let chunk = sims.len().div_ceil(threads);
                 let mut results: Vec<Result<bool, String>> = vec![Ok(false); sims.len()];
                 std::thread::scope(|scope| {
-                    for (ss, (rs, os)) in
-                        sims.chunks_mut(chunk).zip(results.chunks_mut(chunk).zip(over.chunks(chunk)))
+                    for (ss, (rs, os)) in sims.chunks_mut(chunk).zip(results.chunks_mut(chunk).zip(over.chunks(chunk)))
                     {
                         scope.spawn(move || {
                             for ((s, r), &o) in ss.iter_mut().zip(rs.iter_mut()).zip(os) {

@@ -41,7 +41,8 @@ pub struct AgentConfig {
     pub aurora_alpha: f64,
     /// `discrete`: the multipliers an action index selects.
     pub discrete: Vec<f64>,
-    /// Time between a decision request and its action taking effect.
+    /// Time between a decision request and its action taking effect (default
+    /// 1 us; 0 = blocking: the network waits for the policy).
     pub policy_delay: Duration,
     /// `external` (actions come from Python) or the path of a native policy file.
     pub policy: String,
@@ -75,7 +76,7 @@ impl Default for AgentConfig {
             multiplier_dec: 0.2,
             aurora_alpha: 0.025,
             discrete: vec![0.8, 0.95, 1.0, 1.05, 1.1, 1.2],
-            policy_delay: Duration(0),
+            policy_delay: Duration(crate::units::US),
             policy: "external".into(),
             precision: "float32".into(),
             rtt_norm: Duration(8192 * NS),
@@ -95,7 +96,9 @@ pub enum Trigger {
     Probe,
     /// Every N ACKs.
     Acks(u32),
-    /// Every fixed monitor interval (Aurora, MVFST-RL).
+    /// Every fixed monitor interval (Aurora, MVFST-RL), on a grid shared by all
+    /// flows (multiples of the interval), so that decisions of all flows
+    /// coincide (PettingZoo's parallel mode).
     Interval(Time),
 }
 
@@ -592,7 +595,7 @@ impl CongestionControl for AgentCc {
         self.reset_mi(ctx.now);
         match self.spec.trigger {
             Trigger::Probe => ctx.request_probe(),
-            Trigger::Interval(t) => ctx.set_timer(ctx.now + t),
+            Trigger::Interval(t) => ctx.set_timer(next_tick(ctx.now, t)),
             Trigger::Acks(_) => {}
         }
     }
@@ -634,7 +637,7 @@ impl CongestionControl for AgentCc {
 
     fn on_timer(&mut self, ctx: &mut CcCtx) {
         if let Trigger::Interval(t) = self.spec.trigger {
-            ctx.set_timer(ctx.now + t);
+            ctx.set_timer(next_tick(ctx.now, t));
             self.decide(ctx);
         }
     }
@@ -646,6 +649,11 @@ impl CongestionControl for AgentCc {
     fn on_fast_retransmit(&mut self, _ctx: &mut CcCtx) {
         self.losses += 1;
     }
+}
+
+/// The first multiple of `period` after `now`.
+fn next_tick(now: Time, period: Time) -> Time {
+    (now / period + 1) * period
 }
 
 #[cfg(test)]

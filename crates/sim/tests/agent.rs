@@ -50,7 +50,7 @@ fn build(s: &Value) -> Simulation {
 
 #[test]
 fn blocking_batches_hold_simultaneous_requests_and_control_works() {
-    let mut sim = build(&scenario(json!({}), long4(), "6ms"));
+    let mut sim = build(&scenario(json!({"policy_delay": 0}), long4(), "6ms"));
     let (steps, done, truncated) = drive(&mut sim, controller);
     assert!(steps > 500, "only {steps} batches");
     assert_eq!((done, truncated), (0, 4));
