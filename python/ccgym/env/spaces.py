@@ -1,0 +1,53 @@
+"""Gymnasium spaces of an ``[agent]`` configuration, and turning actions into bridge floats."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from ccgym.env.bridge import AGENT_DEFAULTS, keep_rate_actions
+
+__all__ = [
+    "AURORA_ACTION_BOUND",
+    "action_space",
+    "keep_rate_actions",
+    "observation_space",
+    "to_bridge",
+]
+
+AURORA_ACTION_BOUND = 1e6
+"""Bound of the ``aurora`` action (the simulator clamps it to +-1e6)."""
+
+
+def observation_space(obs_dim: int) -> gym.spaces.Box:
+    """An observation: ``history`` rows of ``features``, flattened (oldest row first)."""
+    return gym.spaces.Box(-np.inf, np.inf, shape=(obs_dim,), dtype=np.float32)
+
+
+def action_space(cfg: Mapping[str, Any]) -> gym.Space[Any]:
+    """The action space of an ``[agent]`` table (completed with defaults).
+
+    ``multiplier``: Box([-1, 1]); ``aurora``: Box([-1e6, 1e6]); ``rate``: Box([0, 1]) (fraction
+    of line rate); ``discrete``: Discrete(len(discrete)) (an index into the multipliers).
+    """
+    kind = cfg.get("action", AGENT_DEFAULTS["action"])
+    if kind == "discrete":
+        return gym.spaces.Discrete(len(cfg.get("discrete", AGENT_DEFAULTS["discrete"])))
+    if kind == "rate":
+        low, high = 0.0, 1.0
+    elif kind == "aurora":
+        low, high = -AURORA_ACTION_BOUND, AURORA_ACTION_BOUND
+    else:
+        low, high = -1.0, 1.0
+    return gym.spaces.Box(low, high, shape=(1,), dtype=np.float32)
+
+
+def to_bridge(actions: Any, n: int) -> np.ndarray:
+    """``n`` actions (Box ``(n, 1)`` / ``(n,)`` or Discrete indices) as the bridge's float32."""
+    a = np.asarray(actions, dtype=np.float32).reshape(-1)
+    if a.shape != (n,):
+        raise ValueError(f"expected {n} actions, got shape {np.shape(actions)}")
+    return a
