@@ -1,4 +1,4 @@
-"""The ``ccgym`` command line: ``run``, ``perf`` and ``list``.
+"""The ``ccgym`` command line: ``run``, ``perf``, ``list``, ``train``, ``export`` and ``eval``.
 
 User mistakes (a bad scenario, a missing file) print one red ``error: ...`` line on stderr and
 exit with status 2; ``--debug`` shows the traceback instead.
@@ -227,6 +227,8 @@ def cmd_perf(args: argparse.Namespace) -> int:
     """``ccgym perf``: the standard incast benchmark, one fresh process per size."""
     from ccgym.perf import STANDARD_FLOWS, run_perf
 
+    if args.agent:
+        return _perf_agent(args)
     flows = args.flows or list(STANDARD_FLOWS)
     ccs = ["line_rate"] + [c for c in args.cc or [] if c != "line_rate"]
     err = Console(stderr=True)
@@ -257,6 +259,44 @@ def cc_table(catalogue: list[tuple[str, str, list[tuple[str, str, str]]]]) -> Ta
     return table
 
 
+def _perf_agent(args: argparse.Namespace) -> int:
+    """``ccgym perf --agent``: decisions per second through the bridge, native decision cost."""
+    from ccgym.perf import AGENT_DELAYS, measure_agent, native_decision_ns
+
+    flows = (args.flows or [1024])[0]
+    delays = args.delays or list(AGENT_DELAYS)
+    err = Console(stderr=True)
+    rows = []
+    with err.status("") as status:
+        for d in delays:
+            status.update(f"perf --agent: policy delay {d} ...")
+            rows.append(measure_agent(d, flows=flows, duration=args.agent_duration))
+        status.update("perf --agent: native policy ...")
+        native_ns = native_decision_ns()
+    if args.json:
+        print(json.dumps({"bridge": rows, "native_ns_per_decision": native_ns}, indent=2))
+        return 0
+    table = Table(title=f"ccgym perf --agent: PyTorch MLP policy, pool of 2 × {flows}-to-1 incasts")
+    for title in ("policy delay", "decisions", "batches", "mean batch", "wall", "decisions/s"):
+        table.add_column(title, justify="right")
+    for r in rows:
+        table.add_row(
+            r["policy_delay"],
+            _num(r["decisions"]),
+            _num(r["batches"]),
+            _num(r["mean_batch"], ".1f"),
+            _num(r["wall_s"], ".2f", "s"),
+            _num(r["decisions_per_s"], ",.0f"),
+        )
+    out = _stdout()
+    out.print(table)
+    out.print(
+        "native policy (RL-CC MLP 4-12-12-1): "
+        + ", ".join(f"{p} {ns:.1f} ns/decision" for p, ns in native_ns.items())
+    )
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     """``ccgym list scenarios|workloads|cc``: what ships with the package."""
     from ccgym import scenario as sc
@@ -274,6 +314,156 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name, description in rows:
         print(f"{name:<{width}}  {description}".rstrip())
     return 0
+
+
+# --------------------------------------------------------------------------- learned CC
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """``ccgym train NAME``: run the trainer ``ccgym.agents.NAME`` on a config."""
+    from pathlib import Path
+
+    from ccgym.agents import trainer
+
+    module = trainer(args.name)
+    if args.config is None and not args.resume:
+        raise ScenarioError("ccgym train: give --config FILE (or --resume with --out DIR)")
+    out = Path(args.out) if args.out else Path("runs") / args.name
+    config = args.config
+    if args.resume and config is None:
+        config = str(out / "config.json")  # the trainer reads its config from the checkpoint
+    result = module.train_from_config(config, out, resume=args.resume)
+    summary = {k: v for k, v in dict(result or {}).items() if k != "history"}
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+def _record(policy: dict[str, Any], scenarios: Sequence[str], sets: Sequence[str]) -> Any:
+    from ccgym.policies import record_observations
+
+    return record_observations(policy, scenarios, overrides=list(sets or []))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``ccgym export CHECKPOINT --out FILE.json``: a checkpoint as a native policy file."""
+    from ccgym import policies
+    from ccgym.agents import export_checkpoint
+
+    policy = export_checkpoint(args.checkpoint)
+    if args.calibrate:
+        obs = _record(policy, args.calibrate, args.calibrate_set)
+        policy = policies.with_calibration(policy, obs)
+        policy["meta"]["int8_calibration"]["scenarios"] = list(args.calibrate)
+    path = policies.save_policy(policy, args.out)
+    print(f"policy: {path}" + (" (with int8 calibration)" if "int8" in policy else ""))
+    return 0
+
+
+def eval_table(rows: list[tuple[str, str, dict[str, Any]]]) -> Table:
+    """One line per (scenario, controller) run: the ADPG paper's metrics."""
+    table = Table(title="ccgym eval")
+    for title in (
+        "scenario", "controller", "utilisation", "Jain", "min/max", "queue lat. mean / p99",
+        "queue max", "drops",
+    ):  # fmt: skip
+        table.add_column(title, justify="right" if title not in ("scenario",) else "left")
+    for scenario, controller, s in rows:
+        bn, fl, net = s.get("bottleneck"), s.get("flows"), s.get("network")
+        table.add_row(
+            scenario,
+            controller,
+            _pct(_get(bn, "utilization")),
+            _num(_get(fl, "jain"), ".4f"),
+            _num(_get(fl, "min_max"), ".3f"),
+            _nums(bn, _QUEUE_LAT, ".2f", "us"),
+            _num(_get(bn, "queue_max_kb"), ".0f", "KB"),
+            _num(_get(net, "drops_packets")),
+        )
+    return table
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``ccgym eval POLICY SCENARIO...``: run scenarios with a native policy."""
+    from pathlib import Path
+
+    from ccgym import policies
+    from ccgym.runner import run
+
+    overrides = list(args.set or [])
+    if args.seed is not None:
+        overrides.append(f"seed={args.seed}")
+    path = policies.policy_path(args.policy)
+    label = f"{args.policy} ({args.precision})"
+    out = _stdout()
+    progress = not args.quiet and Console(stderr=True).is_terminal
+    rows = []
+    for scenario in args.scenarios:
+        result = policies.evaluate(
+            path, scenario, overrides=overrides, precision=args.precision, progress=progress
+        )
+        if not args.quiet:
+            out.print(summary_table(result.summary, result.timing))
+        rows.append((scenario, label, result.summary))
+        if args.out is not None:
+            result.save(Path(args.out) / f"{Path(scenario).stem}-policy")
+        for cc in args.baseline or []:
+            base = run(scenario, overrides=overrides, cc=cc, progress=progress)
+            rows.append((scenario, cc, base.summary))
+            if args.out is not None:
+                base.save(Path(args.out) / f"{Path(scenario).stem}-{cc}")
+    out.print(eval_table(rows))
+    return 0
+
+
+def _add_learning_commands(sub: Any, debug: argparse.ArgumentParser) -> None:
+    """``train``, ``export`` and ``eval`` (learned congestion control)."""
+    p = sub.add_parser(
+        "train", parents=[debug], help="train a learned CC (needs the training extras: torch)"
+    )
+    p.add_argument("name", help="trainer: a module of ccgym.agents, e.g. adpg")
+    p.add_argument("--config", metavar="FILE", help="training config (TOML)")
+    p.add_argument("--out", metavar="DIR", help="run folder (default: runs/NAME)")
+    p.add_argument(
+        "--resume", action="store_true", help="continue from the run folder's checkpoint.pt"
+    )
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "export", parents=[debug], help="write a training checkpoint as a native policy (JSON)"
+    )
+    p.add_argument("checkpoint", help="checkpoint file (.pt) written by `ccgym train`")
+    p.add_argument("--out", required=True, metavar="FILE.json", help="policy file to write")
+    p.add_argument(
+        "--calibrate",
+        action="append",
+        metavar="SCENARIO",
+        help="record observations on this scenario (repeatable) for int8 calibration",
+    )
+    p.add_argument(
+        "--calibrate-set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override in the calibration scenarios, e.g. duration=20ms (repeatable)",
+    )
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "eval", parents=[debug], help="run scenarios with a native policy (no torch needed)"
+    )
+    p.add_argument("policy", help="policy file, or bundled name (adpg-default, rlcc-public)")
+    p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="TOML file or bundled name")
+    p.add_argument("--precision", choices=["float32", "int8"], default="float32")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario value")
+    p.add_argument("--seed", type=int, metavar="N", help="shorthand for --set seed=N")
+    p.add_argument(
+        "--baseline",
+        action="append",
+        metavar="CC",
+        help="also run each scenario with this classic CC, e.g. dcqcn (repeatable)",
+    )
+    p.add_argument("--out", metavar="DIR", help="save every run's results under DIR")
+    p.add_argument("--quiet", action="store_true", help="only the final comparison table")
+    p.set_defaults(func=cmd_eval)
 
 
 # --------------------------------------------------------------------------- entry point
@@ -340,6 +530,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="also run the benchmark under these CC algorithms (line rate is always measured)",
     )
+    p.add_argument(
+        "--agent",
+        action="store_true",
+        help="benchmark the agent bridge (decisions/s with a PyTorch policy) instead",
+    )
+    p.add_argument(
+        "--delays",
+        nargs="+",
+        metavar="T",
+        help="policy delays for --agent (default 0us 1us 5us 20us)",
+    )
+    p.add_argument(
+        "--agent-duration",
+        default="10ms",
+        metavar="T",
+        help="simulated time per --agent run (decisions after 2 ms are counted)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_perf)
 
@@ -348,6 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("what", choices=["scenarios", "workloads", "cc"])
     p.set_defaults(func=cmd_list)
+    _add_learning_commands(sub, debug)
     return parser
 
 

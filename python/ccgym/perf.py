@@ -191,3 +191,116 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --------------------------------------------------------------------------- agent bridge
+
+AGENT_DELAYS: tuple[str, ...] = ("0us", "1us", "5us", "20us")
+"""Policy delays measured by ``ccgym perf --agent`` (the default delay is 1 us)."""
+
+
+def agent_scenario(
+    flows: int, duration: str | float, policy_delay: str, seed: int = 1
+) -> dict[str, Any]:
+    """The standard incast with every flow driven by an external policy (ADPG features)."""
+    scenario = incast_scenario(flows, duration, cc="agent")
+    scenario["seed"] = seed
+    # Start at the fair share: the all-at-line-rate start of an incast would fill the queue for
+    # tens of milliseconds, with few decisions (one per long RTT).
+    scenario["agent"] = {"policy_delay": policy_delay, "initial_rate": 1.0 / flows}
+    return scenario
+
+
+def measure_agent(
+    policy_delay: str,
+    flows: int = 1024,
+    sims: int = 2,
+    duration: str | float = "10ms",
+    warmup_s: float = 0.002,
+) -> dict[str, Any]:
+    """Decisions per second of wall time through the bridge with a PyTorch MLP policy.
+
+    A pool of ``sims`` incast simulations (``flows`` flows each) is stepped; every batch goes
+    through a [12, 12] MLP (the RL-CC network shape) in PyTorch and back. Flows start at their
+    fair share; batches of the first ``warmup_s`` of simulated time are not counted.
+    """
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError("`ccgym perf --agent` needs PyTorch (pip install 'ccgym[train]')") from e
+    sim_mod = native()
+    policy = torch.nn.Sequential(
+        torch.nn.Linear(4, 12, bias=False),
+        torch.nn.ReLU(),
+        torch.nn.Linear(12, 12, bias=False),
+        torch.nn.ReLU(),
+        torch.nn.Linear(12, 1, bias=False),
+        torch.nn.Tanh(),
+    )
+    # Weights set to a proportional controller on the ADPG signal, a = tanh(-0.5 d), so the
+    # network runs in the controlled regime a trained policy gives (short queues, decisions
+    # every few microseconds) rather than the saturated one of random weights.
+    with torch.no_grad():
+        for layer in (policy[0], policy[2], policy[4]):
+            layer.weight.zero_()
+        policy[0].weight[0, 3], policy[0].weight[1, 3] = 1.0, -1.0
+        policy[2].weight[0, 0], policy[2].weight[1, 1] = 1.0, 1.0
+        policy[4].weight[0, 0], policy[4].weight[0, 1] = -0.5, 0.5
+    specs = [
+        (scenario_json(agent_scenario(flows, duration, policy_delay, seed)), os.getcwd())
+        for seed in range(1, sims + 1)
+    ]
+    pool = sim_mod.Pool(specs)
+    decisions = batches = 0
+    t0 = cpu0 = None
+    with torch.inference_mode():
+        while not all(pool.over):
+            batch = pool.step()
+            obs = torch.from_numpy(batch["obs"])
+            actions = policy(obs)[:, 0].numpy()
+            pool.act(actions)
+            if t0 is None:
+                if len(actions) and batch["time_s"].min() >= warmup_s:
+                    t0, cpu0 = time.perf_counter(), time.process_time()
+                continue
+            decisions += len(actions)
+            batches += 1
+    if t0 is None or cpu0 is None:
+        raise PerfError("the agent benchmark ended before its warm-up; use a longer duration")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    return {
+        "policy_delay": policy_delay,
+        "flows": flows,
+        "sims": sims,
+        "decisions": decisions,
+        "batches": batches,
+        "mean_batch": decisions / batches if batches else 0.0,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "decisions_per_s": decisions / wall if wall > 0 else None,
+    }
+
+
+def native_decision_ns(iterations: int = 2_000_000) -> dict[str, float]:
+    """Nanoseconds per native decision of the RL-CC-shaped MLP, float32 and int8."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    shapes = [(12, 4), (12, 12), (1, 12)]
+    layers = [
+        {
+            "weight": (rng.standard_normal(s) / np.sqrt(s[1])).tolist(),
+            "activation": "relu" if i < 2 else "none",
+        }
+        for i, s in enumerate(shapes)
+    ]
+    policy = {
+        "format": "ccgym-mlp",
+        "version": 1,
+        "layers": layers,
+        "output": "tanh",
+        "int8": {"input_amax": [2.0, 4.0, 4.0]},
+    }
+    text = json.dumps(policy)
+    sim_mod = native()
+    return {p: sim_mod.bench_policy(text, iterations, p) for p in ("float32", "int8")}

@@ -264,21 +264,16 @@ impl Pool {
         let over = self.over.clone();
         let (sims, results) = py.detach(move || {
             guarded("pool step", move || {
-                let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(sims.len()).max(1);
-                let chunk = sims.len().div_ceil(threads);
-                let mut results: Vec<Result<bool, String>> = vec![Ok(false); sims.len()];
-                std::thread::scope(|scope| {
-                    for (ss, (rs, os)) in sims.chunks_mut(chunk).zip(results.chunks_mut(chunk).zip(over.chunks(chunk)))
-                    {
-                        scope.spawn(move || {
-                            for ((s, r), &o) in ss.iter_mut().zip(rs.iter_mut()).zip(os) {
-                                if let Some(sim) = s.as_mut() {
-                                    *r = if o { Ok(true) } else { sim.agent_step() };
-                                }
-                            }
-                        });
-                    }
-                });
+                // rayon's workers persist across calls: no thread start-up per batch.
+                use rayon::prelude::*;
+                let results: Vec<Result<bool, String>> = sims
+                    .par_iter_mut()
+                    .zip(over.par_iter())
+                    .map(|(s, &o)| match s.as_mut() {
+                        Some(sim) if !o => sim.agent_step(),
+                        _ => Ok(true),
+                    })
+                    .collect();
                 (sims, results)
             })
         })?;
@@ -356,6 +351,37 @@ impl Pool {
     }
 }
 
+/// Times the native evaluation of a policy file's network: mean nanoseconds
+/// per forward pass over `iterations` passes on varied inputs.
+#[pyfunction]
+#[pyo3(signature = (policy_json, iterations = 1_000_000, precision = "float32"))]
+fn bench_policy(py: Python<'_>, policy_json: &str, iterations: u64, precision: &str) -> PyResult<f64> {
+    use ccgym_sim::policy::{Mlp, Precision};
+    let precision = match precision {
+        "float32" => Precision::Float32,
+        "int8" => Precision::Int8,
+        other => return Err(PyValueError::new_err(format!("precision must be float32 or int8, not {other:?}"))),
+    };
+    let mlp = Mlp::from_json(policy_json, precision).map_err(PyValueError::new_err)?;
+    py.detach(move || {
+        let n_in = mlp.inputs();
+        let mut scratch = vec![0.0f32; mlp.scratch_len()];
+        let mut out = vec![0.0f32; mlp.outputs()];
+        let mut x = vec![0.0f32; n_in];
+        let mut acc = 0.0f32;
+        let t0 = Instant::now();
+        for i in 0..iterations {
+            // Vary the input so the work cannot be hoisted out of the loop.
+            x[i as usize % n_in] = (i % 97) as f32 * 0.01 - 0.4;
+            mlp.forward(&x, &mut out, &mut scratch);
+            acc += out[0];
+        }
+        let ns = t0.elapsed().as_nanos() as f64 / iterations.max(1) as f64;
+        std::hint::black_box(acc);
+        Ok(ns)
+    })
+}
+
 /// A parameter of a CC algorithm: (name, default, help).
 type ParamRow = (String, String, String);
 
@@ -381,5 +407,6 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_class::<Pool>()?;
     m.add_function(wrap_pyfunction!(cc_catalogue, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_policy, m)?)?;
     Ok(())
 }

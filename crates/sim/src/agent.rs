@@ -60,6 +60,8 @@ pub struct AgentConfig {
     pub reward_beta: f64,
     /// Factor applied to every reward.
     pub reward_scale: f64,
+    /// Rate an agent flow starts at, as a fraction of line rate.
+    pub initial_rate: f64,
 }
 
 impl Default for AgentConfig {
@@ -85,6 +87,7 @@ impl Default for AgentConfig {
             adpg_scale: 12.5,
             reward_beta: 1.0,
             reward_scale: 1.0,
+            initial_rate: 1.0,
         }
     }
 }
@@ -218,6 +221,8 @@ pub struct AgentSpec {
     pub reward_beta: f64,
     /// Overall reward factor.
     pub reward_scale: f64,
+    /// Starting rate as a fraction of line rate.
+    pub initial_rate: f64,
 }
 
 impl AgentSpec {
@@ -294,6 +299,9 @@ impl AgentSpec {
                 )
             }
         };
+        if !(c.initial_rate > 0.0 && c.initial_rate <= 1.0) {
+            return bad("initial_rate", &c.initial_rate, "must be a fraction of line rate in (0, 1]");
+        }
         if !(c.reward_scale.is_finite() && c.reward_beta.is_finite() && c.adpg_scale.is_finite()) {
             return bad("reward_scale", &c.reward_scale, "reward constants must be finite");
         }
@@ -308,6 +316,7 @@ impl AgentSpec {
             adpg: (c.adpg_beta, c.adpg_target, c.adpg_scale),
             reward_beta: c.reward_beta,
             reward_scale: c.reward_scale,
+            initial_rate: c.initial_rate,
         })
     }
 
@@ -555,10 +564,15 @@ impl AgentCc {
         self.close_interval(ctx)
     }
 
-    /// Applies action `a` to the flow's rate.
+    /// Applies action `a` to the flow's rate (a NaN action keeps the rate).
     pub fn apply(&mut self, ctx: &mut CcCtx, a: f32) {
         self.outstanding = false;
-        let a = if a.is_finite() { a as f64 } else { 0.0 };
+        if !a.is_finite() {
+            // No usable action (NaN): keep the rate.
+            self.last_multiplier = 1.0;
+            return;
+        }
+        let a = a as f64;
         let rate = ctx.flow.rate;
         let line = ctx.flow.line_rate;
         let new_rate = match &self.spec.action {
@@ -591,7 +605,7 @@ impl AgentCc {
 impl CongestionControl for AgentCc {
     fn on_start(&mut self, ctx: &mut CcCtx) {
         let line = ctx.flow.line_rate;
-        ctx.set_rate(line);
+        ctx.set_rate(line * self.spec.initial_rate);
         self.reset_mi(ctx.now);
         match self.spec.trigger {
             Trigger::Probe => ctx.request_probe(),

@@ -84,17 +84,26 @@ struct MlpFile {
     meta: Option<serde_json::Value>,
 }
 
-/// One dense layer.
+/// Outputs are computed in lanes of this many (weights padded with zeros), a
+/// fixed trip count the compiler turns into SIMD.
+const LANES: usize = 8;
+
+/// One dense layer. Weights are kept transposed ([in][out], outputs padded to
+/// a multiple of [`LANES`]) so that the inner loop runs over independent
+/// outputs and vectorises, instead of one long dependent chain per output.
 #[derive(Clone, Debug)]
 struct Layer {
     inputs: usize,
     outputs: usize,
-    weight: Vec<f32>,
+    /// `outputs` rounded up to a multiple of [`LANES`].
+    padded: usize,
+    weight_t: Vec<f32>,
     bias: Vec<f32>,
     act: Activation,
-    // int8 form
-    w_q: Vec<i8>,
-    w_scale: Vec<f32>,
+    // int8 form, also [in][out]
+    w_q_t: Vec<i32>,
+    /// 1 / (input scale x row scale), per output.
+    dequant: Vec<f32>,
     in_scale: f32,
 }
 
@@ -154,15 +163,18 @@ impl Mlp {
             if weight.iter().chain(&bias).any(|v| !v.is_finite()) {
                 return Err(format!("layer {i}: weights must be finite"));
             }
-            let mut w_q = vec![0i8; weight.len()];
+            let padded = outputs.div_ceil(LANES) * LANES;
+            let mut weight_t = vec![0f32; inputs * padded];
+            let mut w_q_t = vec![0i32; inputs * padded];
             let mut w_scale = vec![1.0f32; outputs];
-            for r in 0..outputs {
-                let row = &weight[r * inputs..(r + 1) * inputs];
+            for (r, row) in weight.chunks_exact(inputs).enumerate() {
                 let amax = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
                 let s = if amax > 0.0 { 127.0 / amax } else { 1.0 };
                 w_scale[r] = s;
-                for (q, v) in w_q[r * inputs..(r + 1) * inputs].iter_mut().zip(row) {
-                    *q = (v * s).round().clamp(-127.0, 127.0) as i8;
+                for (j, v) in row.iter().enumerate() {
+                    weight_t[j * padded + r] = *v;
+                    // int8 values, widened once here so the hot loop does no conversions.
+                    w_q_t[j * padded + r] = (v * s).round().clamp(-127.0, 127.0) as i32;
                 }
             }
             let in_scale = match &f.int8 {
@@ -176,22 +188,27 @@ impl Mlp {
                 }
                 None => 1.0,
             };
+            let mut dequant: Vec<f32> = w_scale.iter().map(|ws| 1.0 / (in_scale * ws)).collect();
+            dequant.resize(padded, 0.0);
+            let mut bias = bias;
+            bias.resize(padded, 0.0);
             layers.push(Layer {
                 inputs,
                 outputs,
-                weight,
+                padded,
+                weight_t,
                 bias,
                 act: Activation::parse(&l.activation).map_err(|e| format!("layer {i}: {e}"))?,
-                w_q,
-                w_scale,
+                w_q_t,
+                dequant,
                 in_scale,
             });
             prev = Some(outputs);
         }
-        let width = layers.iter().map(|l| l.inputs.max(l.outputs)).max().unwrap_or(1);
+        let width = layers.iter().map(|l| l.inputs.max(l.padded)).max().unwrap_or(1);
         let mlp = Mlp { layers, output: Activation::parse(&f.output)?, precision, width };
         if precision == Precision::Int8 && !mlp.int8_supported() {
-            return Err("int8 inference supports at most 256 inputs per layer".into());
+            return Err("int8 inference supports at most 256 inputs and outputs per layer".into());
         }
         Ok(mlp)
     }
@@ -213,28 +230,53 @@ impl Mlp {
         a[..x.len()].copy_from_slice(x);
         let (mut cur, mut next) = (a, b);
         for l in &self.layers {
+            let y = &mut next[..l.padded];
             match self.precision {
                 Precision::Float32 => {
-                    for (r, (y, row)) in next.iter_mut().zip(l.weight.chunks_exact(l.inputs)).enumerate() {
-                        let mut acc = l.bias[r];
-                        for (w, v) in row.iter().zip(&cur[..l.inputs]) {
-                            acc += w * v;
+                    for (lane, (ys, bs)) in y.chunks_exact_mut(LANES).zip(l.bias.chunks_exact(LANES)).enumerate() {
+                        let mut acc = [0f32; LANES];
+                        acc.copy_from_slice(bs);
+                        for (j, xj) in cur[..l.inputs].iter().enumerate() {
+                            let w = &l.weight_t[j * l.padded + lane * LANES..][..LANES];
+                            for k in 0..LANES {
+                                acc[k] += w[k] * xj;
+                            }
                         }
-                        *y = l.act.apply(acc);
+                        ys.copy_from_slice(&acc);
                     }
                 }
                 Precision::Int8 => {
-                    let mut xq = [0i8; 256];
-                    // At most 256 inputs per layer: checked when the file is loaded.
-                    let xq = &mut xq[..l.inputs];
-                    for (q, v) in xq.iter_mut().zip(&cur[..l.inputs]) {
-                        *q = (v * l.in_scale).round().clamp(-127.0, 127.0) as i8;
+                    // Quantise the input once; small layers use a stack buffer.
+                    let mut small = [0i32; 32];
+                    let mut big = Vec::new();
+                    let xq: &mut [i32] = if l.inputs <= 32 {
+                        &mut small[..l.inputs]
+                    } else {
+                        big.resize(l.inputs, 0);
+                        &mut big
+                    };
+                    for (q, xj) in xq.iter_mut().zip(&cur[..l.inputs]) {
+                        // Round half away from zero without a libm call.
+                        let v = (xj * l.in_scale).clamp(-127.0, 127.0);
+                        *q = (v + 0.5f32.copysign(v)) as i32;
                     }
-                    for (r, (y, row)) in next.iter_mut().zip(l.w_q.chunks_exact(l.inputs)).enumerate() {
-                        let acc: i32 = row.iter().zip(xq.iter()).map(|(&w, &v)| w as i32 * v as i32).sum();
-                        *y = l.act.apply(acc as f32 / (l.in_scale * l.w_scale[r]) + l.bias[r]);
+                    for (lane, ys) in y.chunks_exact_mut(LANES).enumerate() {
+                        let mut acc = [0i32; LANES];
+                        for (j, &q) in xq.iter().enumerate() {
+                            let w = &l.w_q_t[j * l.padded + lane * LANES..][..LANES];
+                            for k in 0..LANES {
+                                acc[k] += w[k] * q;
+                            }
+                        }
+                        let base = lane * LANES;
+                        for k in 0..LANES {
+                            ys[k] = acc[k] as f32 * l.dequant[base + k] + l.bias[base + k];
+                        }
                     }
                 }
+            }
+            for yr in y[..l.outputs].iter_mut() {
+                *yr = l.act.apply(*yr);
             }
             std::mem::swap(&mut cur, &mut next);
         }
@@ -249,9 +291,9 @@ impl Mlp {
         2 * self.width
     }
 
-    /// Whether the int8 path can run this network (at most 256 inputs per layer).
+    /// Whether the int8 path can run this network (at most 256 inputs and outputs per layer).
     pub fn int8_supported(&self) -> bool {
-        self.layers.iter().all(|l| l.inputs <= 256)
+        self.layers.iter().all(|l| l.inputs <= 256 && l.outputs <= 256)
     }
 }
 
