@@ -36,7 +36,7 @@ help:
 $(DEPS_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_DIR)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'maturin>=1.5,<2'
-	$(BIN)/maturin develop --release --extras all
+	$(BIN)/maturin develop --release --extras test,rl,train,ray
 	touch $@
 
 # Rebuilds the native module in place (python/ccgym/_sim*.so) when Rust sources changed;
