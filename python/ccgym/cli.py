@@ -329,10 +329,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.config is None and not args.resume:
         raise ScenarioError("ccgym train: give --config FILE (or --resume with --out DIR)")
     out = Path(args.out) if args.out else Path("runs") / args.name
-    config = args.config
-    if args.resume and config is None:
-        config = str(out / "config.json")  # the trainer reads its config from the checkpoint
-    result = module.train_from_config(config, out, resume=args.resume)
+    # --resume without --config: the trainer takes the config saved in its checkpoint.
+    result = module.train_from_config(args.config, out, resume=args.resume)
     summary = {k: v for k, v in dict(result or {}).items() if k != "history"}
     print(json.dumps(summary, indent=2, default=str))
     return 0

@@ -1,0 +1,66 @@
+"""Learning algorithms for congestion control (PyTorch; ``pip install ccgym[train]``).
+
+One readable file per algorithm (CleanRL style), each a *trainer plug-in*: a module
+``ccgym.agents.<name>`` with
+
+* ``train_from_config(config, out_dir, resume=False)`` — used by ``ccgym train <name>``;
+* optionally ``export_checkpoint(path, calibration_obs=None) -> dict`` — used by
+  ``ccgym export`` to turn a checkpoint (a ``torch.save`` dict whose ``"algorithm"`` names the
+  module) into a native policy (see :mod:`ccgym.policies`).
+
+Importing this package does not import PyTorch; the trainer modules do.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from types import ModuleType
+from typing import Any
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def trainer(name: str) -> ModuleType:
+    """The trainer module ``ccgym.agents.<name>`` (imports PyTorch).
+
+    Raises:
+        ValueError: the name is not a valid module name.
+        ImportError: no such trainer, or its dependencies (torch) are missing.
+    """
+    if not _NAME.match(name):
+        raise ValueError(f"invalid trainer name {name!r}")
+    try:
+        return importlib.import_module(f"ccgym.agents.{name}")
+    except ModuleNotFoundError as e:
+        if e.name == f"ccgym.agents.{name}":
+            raise ImportError(f'no trainer "{name}" (no module ccgym.agents.{name})') from None
+        raise ImportError(
+            f"trainer {name} needs {e.name}: install the training extras, "
+            "pip install 'ccgym[train]'"
+        ) from e
+
+
+def checkpoint_algorithm(path: str | os.PathLike[str]) -> str:
+    """The ``"algorithm"`` recorded in a training checkpoint (loads it with torch)."""
+    import torch
+
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    alg = ckpt.get("algorithm") if isinstance(ckpt, dict) else None
+    if not isinstance(alg, str):
+        raise ValueError(f"{path}: not a ccgym training checkpoint (no 'algorithm' entry)")
+    return alg
+
+
+def export_checkpoint(path: str | os.PathLike[str], calibration_obs: Any = None) -> dict:
+    """A checkpoint as a native policy dict, through its trainer's ``export_checkpoint``."""
+    alg = checkpoint_algorithm(path)
+    mod = trainer(alg)
+    fn = getattr(mod, "export_checkpoint", None)
+    if fn is None:
+        raise ValueError(f"the {alg} trainer cannot export checkpoints (no export_checkpoint)")
+    return fn(path, calibration_obs=calibration_obs)
+
+
+__all__ = ["checkpoint_algorithm", "export_checkpoint", "trainer"]
