@@ -349,6 +349,8 @@ pub struct AgentCc {
     last_rtt: Option<f64>,
     min_mean_rtt: f64,
     acks_since: u32,
+    /// A probe was requested and its reply has not come back.
+    probe_pending: bool,
     history: Vec<f32>,
     filled: bool,
     /// Multiplier applied by the last action (1 before the first).
@@ -386,6 +388,7 @@ impl AgentCc {
             last_rtt: None,
             min_mean_rtt: f64::INFINITY,
             acks_since: 0,
+            probe_pending: false,
             history: vec![0.0; n],
             filled: false,
             last_multiplier: 1.0,
@@ -541,13 +544,28 @@ impl AgentCc {
         &self.history
     }
 
+    fn probe(&mut self, ctx: &mut CcCtx) {
+        self.probe_pending = true;
+        ctx.request_probe();
+    }
+
+    /// A loss was detected (NACK, timeout, fast retransmit): the packet that
+    /// carried the probe may be among the lost ones, and a lost probe would
+    /// stop this flow's decisions for good, so the probe rides again on the
+    /// retransmission. (A duplicate reply only adds an RTT sample.)
+    fn reprobe_after_loss(&mut self, ctx: &mut CcCtx) {
+        if self.spec.trigger == Trigger::Probe && self.probe_pending {
+            ctx.request_probe();
+        }
+    }
+
     fn decide(&mut self, ctx: &mut CcCtx) {
         if self.outstanding {
             // The policy has not answered the previous request: skip this
             // decision point (MVFST-RL); the interval keeps accumulating.
             self.skipped += 1;
             if self.spec.trigger == Trigger::Probe {
-                ctx.request_probe();
+                self.probe(ctx);
             }
             return;
         }
@@ -555,7 +573,7 @@ impl AgentCc {
         self.outstanding = true;
         ctx.flow.decision_due = true;
         if self.spec.trigger == Trigger::Probe {
-            ctx.request_probe();
+            self.probe(ctx);
         }
     }
 
@@ -608,7 +626,7 @@ impl CongestionControl for AgentCc {
         ctx.set_rate(line * self.spec.initial_rate);
         self.reset_mi(ctx.now);
         match self.spec.trigger {
-            Trigger::Probe => ctx.request_probe(),
+            Trigger::Probe => self.probe(ctx),
             Trigger::Interval(t) => ctx.set_timer(next_tick(ctx.now, t)),
             Trigger::Acks(_) => {}
         }
@@ -633,8 +651,9 @@ impl CongestionControl for AgentCc {
         }
     }
 
-    fn on_nack(&mut self, _ctx: &mut CcCtx, _expected: u64) {
+    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64) {
         self.nacks += 1;
+        self.reprobe_after_loss(ctx);
     }
 
     fn on_cnp(&mut self, _ctx: &mut CcCtx) {
@@ -645,7 +664,10 @@ impl CongestionControl for AgentCc {
         if self.spec.trigger == Trigger::Probe {
             self.probe_rtt = Some(probe.rtt);
             self.rtt_sample(ctx.now, probe.rtt);
-            self.decide(ctx);
+            if self.probe_pending {
+                self.probe_pending = false;
+                self.decide(ctx);
+            }
         }
     }
 
@@ -656,12 +678,14 @@ impl CongestionControl for AgentCc {
         }
     }
 
-    fn on_timeout(&mut self, _ctx: &mut CcCtx) {
+    fn on_timeout(&mut self, ctx: &mut CcCtx) {
         self.losses += 1;
+        self.reprobe_after_loss(ctx);
     }
 
-    fn on_fast_retransmit(&mut self, _ctx: &mut CcCtx) {
+    fn on_fast_retransmit(&mut self, ctx: &mut CcCtx) {
         self.losses += 1;
+        self.reprobe_after_loss(ctx);
     }
 }
 

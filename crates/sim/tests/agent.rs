@@ -142,3 +142,46 @@ fn bad_agent_settings_are_reported() {
     let e = Simulation::from_json(&s.to_string(), Path::new(".")).err().unwrap();
     assert!(e.to_string().starts_with("cc.algorithm") && e.to_string().contains("[agent]"), "{e}");
 }
+
+#[test]
+fn a_probe_lost_with_a_dropped_packet_is_sent_again() {
+    // A tiny queue cap makes the line-rate start drop packets, probes among them;
+    // every flow must keep deciding to the end of the run.
+    // (Without re-probing after losses, flows whose probe was dropped stop deciding.)
+    let mut s = scenario(json!({"policy_delay": 0}), long4(), "4ms");
+    s["switch"]["queue_cap"] = json!("60KB");
+    s["host"] = json!({"rto": "1ms"});
+    let mut sim = build(&s);
+    let mut last = vec![0u64; 8];
+    loop {
+        let over = sim.agent_step().unwrap();
+        let b = sim.batch().unwrap().clone();
+        for (i, &f) in b.flows.iter().enumerate() {
+            if !b.done[i] && !b.truncated[i] {
+                last[f as usize] = b.times[i];
+            }
+        }
+        let dim = if b.is_empty() { 0 } else { b.obs.len() / b.len() };
+        let actions: Vec<f32> = (0..b.len()).map(|i| controller(&b.obs[i * dim..(i + 1) * dim])).collect();
+        sim.agent_act(&actions).unwrap();
+        if over {
+            break;
+        }
+    }
+    let drops: u64 = sim.ports.iter().map(|p| p.stats.drops).sum();
+    assert!(drops > 20, "the scenario must drop packets ({drops})");
+    for f in 0..4 {
+        let fl = &sim.flows[f];
+        assert!(
+            last[f] > 3_500_000_000,
+            "flow {f} stopped deciding at {} ps: nacks {} timeouts {} rcv {} una {} nxt {} rate {}",
+            last[f],
+            fl.nacks,
+            fl.timeouts,
+            fl.rcv_nxt,
+            fl.ctl.snd_una,
+            fl.ctl.snd_nxt,
+            fl.ctl.rate
+        );
+    }
+}
