@@ -152,7 +152,7 @@ fn a_probe_lost_with_a_dropped_packet_is_sent_again() {
     s["switch"]["queue_cap"] = json!("60KB");
     s["host"] = json!({"rto": "1ms"});
     let mut sim = build(&s);
-    let mut last = vec![0u64; 8];
+    let mut last = [0u64; 8];
     loop {
         let over = sim.agent_step().unwrap();
         let b = sim.batch().unwrap().clone();
@@ -170,8 +170,7 @@ fn a_probe_lost_with_a_dropped_packet_is_sent_again() {
     }
     let drops: u64 = sim.ports.iter().map(|p| p.stats.drops).sum();
     assert!(drops > 20, "the scenario must drop packets ({drops})");
-    for f in 0..4 {
-        let fl = &sim.flows[f];
+    for (f, fl) in sim.flows.iter().enumerate() {
         assert!(
             last[f] > 3_500_000_000,
             "flow {f} stopped deciding at {} ps: nacks {} timeouts {} rcv {} una {} nxt {} rate {}",
