@@ -268,19 +268,33 @@ def _perf_agent(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     rows = []
     with err.status("") as status:
-        for d in delays:
-            status.update(f"perf --agent: policy delay {d} ...")
-            rows.append(measure_agent(d, flows=flows, duration=args.agent_duration))
+        for policy in (None, args.policy):
+            for d in delays:
+                status.update(f"perf --agent: {policy or 'controller'}, policy delay {d} ...")
+                rows.append(
+                    measure_agent(d, flows=flows, duration=args.agent_duration, policy=policy)
+                )
         status.update("perf --agent: native policy ...")
         native_ns = native_decision_ns()
     if args.json:
         print(json.dumps({"bridge": rows, "native_ns_per_decision": native_ns}, indent=2))
         return 0
     table = Table(title=f"ccgym perf --agent: PyTorch MLP policy, pool of 2 × {flows}-to-1 incasts")
-    for title in ("policy delay", "decisions", "batches", "mean batch", "wall", "decisions/s"):
+    for title in (
+        "policy",
+        "trigger",
+        "policy delay",
+        "decisions",
+        "batches",
+        "mean batch",
+        "wall",
+        "decisions/s",
+    ):
         table.add_column(title, justify="right")
     for r in rows:
         table.add_row(
+            r["policy"],
+            r["trigger"],
             r["policy_delay"],
             _num(r["decisions"]),
             _num(r["batches"]),
@@ -538,6 +552,12 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="T",
         help="policy delays for --agent (default 0us 1us 5us 20us)",
+    )
+    p.add_argument(
+        "--policy",
+        default="adpg-default",
+        metavar="NAME",
+        help="--agent: also measure with this policy's weights and [agent] table",
     )
     p.add_argument(
         "--agent-duration",

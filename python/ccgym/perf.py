@@ -200,14 +200,23 @@ AGENT_DELAYS: tuple[str, ...] = ("0us", "1us", "5us", "20us")
 
 
 def agent_scenario(
-    flows: int, duration: str | float, policy_delay: str, seed: int = 1
+    flows: int,
+    duration: str | float,
+    policy_delay: str,
+    seed: int = 1,
+    agent: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The standard incast with every flow driven by an external policy (ADPG features)."""
+    """The standard incast with every flow driven by an external policy (ADPG features, or the
+    ``agent`` table given)."""
     scenario = incast_scenario(flows, duration, cc="agent")
     scenario["seed"] = seed
     # Start at the fair share: the all-at-line-rate start of an incast would fill the queue for
     # tens of milliseconds, with few decisions (one per long RTT).
-    scenario["agent"] = {"policy_delay": policy_delay, "initial_rate": 1.0 / flows}
+    table = dict(agent or {})
+    table.pop("policy", None)
+    table.pop("precision", None)
+    table.update(policy_delay=policy_delay, initial_rate=1.0 / flows)
+    scenario["agent"] = table
     return scenario
 
 
@@ -217,19 +226,23 @@ def measure_agent(
     sims: int = 2,
     duration: str | float = "10ms",
     warmup_s: float = 0.002,
+    policy: str | None = None,
 ) -> dict[str, Any]:
     """Decisions per second of wall time through the bridge with a PyTorch MLP policy.
 
     A pool of ``sims`` incast simulations (``flows`` flows each) is stepped; every batch goes
     through a [12, 12] MLP (the RL-CC network shape) in PyTorch and back. Flows start at their
-    fair share; batches of the first ``warmup_s`` of simulated time are not counted.
+    fair share; batches of the first ``warmup_s`` of simulated time are not counted. With
+    ``policy`` (a bundled name or a file, e.g. ``"adpg-default"``) the MLP carries that policy's
+    weights and the scenario its ``[agent]`` table (trigger, features); otherwise the weights
+    implement a proportional controller on the ADPG signal with the default ``[agent]`` table.
     """
     try:
         import torch
     except ImportError as e:
         raise ImportError("`ccgym perf --agent` needs PyTorch (pip install 'ccgym[train]')") from e
     sim_mod = native()
-    policy = torch.nn.Sequential(
+    policy_net = torch.nn.Sequential(
         torch.nn.Linear(4, 12, bias=False),
         torch.nn.ReLU(),
         torch.nn.Linear(12, 12, bias=False),
@@ -237,17 +250,27 @@ def measure_agent(
         torch.nn.Linear(12, 1, bias=False),
         torch.nn.Tanh(),
     )
-    # Weights set to a proportional controller on the ADPG signal, a = tanh(-0.5 d), so the
-    # network runs in the controlled regime a trained policy gives (short queues, decisions
-    # every few microseconds) rather than the saturated one of random weights.
+    agent: dict[str, Any] | None = None
     with torch.no_grad():
-        for layer in (policy[0], policy[2], policy[4]):
-            layer.weight.zero_()
-        policy[0].weight[0, 3], policy[0].weight[1, 3] = 1.0, -1.0
-        policy[2].weight[0, 0], policy[2].weight[1, 1] = 1.0, 1.0
-        policy[4].weight[0, 0], policy[4].weight[0, 1] = -0.5, 0.5
+        if policy is not None:
+            from ccgym import policies
+
+            loaded = policies.load_policy(policy)
+            agent = policies.agent_table(loaded)
+            linears = [policy_net[i] for i in (0, 2, 4)]
+            for layer, spec in zip(linears, loaded["layers"], strict=True):
+                layer.weight.copy_(torch.tensor(spec["weight"], dtype=torch.float32))
+        else:
+            # A proportional controller on the ADPG signal, a = tanh(-0.5 d), so the network
+            # runs in the controlled regime a trained policy gives (short queues, decisions
+            # every few microseconds) rather than the saturated one of random weights.
+            for i in (0, 2, 4):
+                policy_net[i].weight.zero_()
+            policy_net[0].weight[0, 3], policy_net[0].weight[1, 3] = 1.0, -1.0
+            policy_net[2].weight[0, 0], policy_net[2].weight[1, 1] = 1.0, 1.0
+            policy_net[4].weight[0, 0], policy_net[4].weight[0, 1] = -0.5, 0.5
     specs = [
-        (scenario_json(agent_scenario(flows, duration, policy_delay, seed)), os.getcwd())
+        (scenario_json(agent_scenario(flows, duration, policy_delay, seed, agent)), os.getcwd())
         for seed in range(1, sims + 1)
     ]
     pool = sim_mod.Pool(specs)
@@ -257,7 +280,7 @@ def measure_agent(
         while not all(pool.over):
             batch = pool.step()
             obs = torch.from_numpy(batch["obs"])
-            actions = policy(obs)[:, 0].numpy()
+            actions = policy_net(obs)[:, 0].numpy()
             pool.act(actions)
             if t0 is None:
                 if len(actions) and batch["time_s"].min() >= warmup_s:
@@ -269,6 +292,8 @@ def measure_agent(
         raise PerfError("the agent benchmark ended before its warm-up; use a longer duration")
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return {
+        "policy": policy or "proportional controller",
+        "trigger": (agent or {}).get("trigger", "probe"),
         "policy_delay": policy_delay,
         "flows": flows,
         "sims": sims,
