@@ -700,23 +700,7 @@ mod tests {
     use crate::cc::FlowCtl;
 
     fn ctl() -> FlowCtl {
-        FlowCtl {
-            rate: 100e9,
-            window: u64::MAX,
-            line_rate: 100e9,
-            min_rate: 1e6,
-            base_rtt: 8192 * NS,
-            bdp: 102_400,
-            mtu: 1024,
-            hops: 1,
-            snd_nxt: 0,
-            snd_una: 0,
-            size: u64::MAX,
-            timer: None,
-            probe_requested: false,
-            want_int: false,
-            decision_due: false,
-        }
+        FlowCtl::at_line_rate(100e9, 1e6, 8192 * NS, 1024)
     }
 
     #[test]

@@ -800,23 +800,7 @@ mod tests {
     const LINE: f64 = 100e9;
 
     fn flow() -> FlowCtl {
-        FlowCtl {
-            rate: LINE,
-            window: u64::MAX,
-            line_rate: LINE,
-            min_rate: LINE * 64.0 / 1_048_576.0,
-            base_rtt: 4 * US,
-            bdp: 50_000,
-            mtu: 1024,
-            hops: 1,
-            snd_nxt: 0,
-            snd_una: 0,
-            size: u64::MAX,
-            timer: None,
-            probe_requested: false,
-            want_int: false,
-            decision_due: false,
-        }
+        FlowCtl::at_line_rate(LINE, LINE * 64.0 / 1_048_576.0, 4 * US, 1024)
     }
 
     /// A started flow whose next packet waits in the pacer for ever, so that

@@ -459,23 +459,7 @@ mod tests {
     }
 
     fn flow() -> FlowCtl {
-        FlowCtl {
-            rate: 100e9,
-            window: u64::MAX,
-            line_rate: 100e9,
-            min_rate: 1e5,
-            base_rtt: 8 * US,
-            bdp: 100_000,
-            mtu: 1000,
-            hops: 1,
-            snd_nxt: 0,
-            snd_una: 0,
-            size: u64::MAX,
-            timer: None,
-            probe_requested: false,
-            want_int: false,
-            decision_due: false,
-        }
+        FlowCtl::at_line_rate(100e9, 1e5, 8 * US, 1000)
     }
 
     fn hop(ts: Time, tx_bytes: u64, qlen: u64) -> IntHop {

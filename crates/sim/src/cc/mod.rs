@@ -70,6 +70,40 @@ pub struct FlowCtl {
     pub decision_due: bool,
 }
 
+impl FlowCtl {
+    /// A flow at line rate with no window and nothing sent yet, on a one-switch
+    /// path with the given base RTT (for unit tests and tools).
+    pub fn at_line_rate(line_rate: f64, min_rate: f64, base_rtt: Time, mtu: u32) -> FlowCtl {
+        FlowCtl {
+            rate: line_rate,
+            window: u64::MAX,
+            line_rate,
+            min_rate,
+            base_rtt,
+            bdp: (line_rate / 8.0 * base_rtt as f64 / crate::units::SEC as f64) as u64,
+            mtu,
+            hops: 1,
+            snd_nxt: 0,
+            snd_una: 0,
+            size: u64::MAX,
+            timer: None,
+            probe_requested: false,
+            want_int: false,
+            decision_due: false,
+        }
+    }
+}
+
+/// A `[cc]` table for `algorithm` with the parameters of a JSON object (tests).
+#[cfg(test)]
+pub(crate) fn test_config(algorithm: &str, params: serde_json::Value) -> CcConfig {
+    let mut cfg = CcConfig { algorithm: algorithm.into(), ..CcConfig::default() };
+    for (k, v) in params.as_object().expect("a JSON object of parameters") {
+        cfg.params.insert(k.clone(), v.clone());
+    }
+    cfg
+}
+
 /// The handle a CC algorithm gets with every event.
 pub struct CcCtx<'a> {
     /// Current simulated time.

@@ -393,23 +393,7 @@ pub(super) mod tests {
 
     /// A flow context for unit tests: 100 Gb/s, 1000-B segments.
     pub fn flow() -> FlowCtl {
-        FlowCtl {
-            rate: 100e9,
-            window: u64::MAX,
-            line_rate: 100e9,
-            min_rate: 1e6,
-            base_rtt: 10 * US,
-            bdp: 125_000,
-            mtu: 1000,
-            hops: 1,
-            snd_nxt: 0,
-            snd_una: 0,
-            size: u64::MAX,
-            timer: None,
-            probe_requested: false,
-            want_int: false,
-            decision_due: false,
-        }
+        FlowCtl::at_line_rate(100e9, 1e6, 10 * US, 1000)
     }
 
     /// A plain ACK event.

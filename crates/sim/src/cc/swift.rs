@@ -458,35 +458,15 @@ impl CongestionControl for Swift {
 mod tests {
     use super::*;
     use crate::cc::FlowCtl;
-    use crate::config::CcConfig;
     use serde_json::json;
 
     fn build(params: serde_json::Value) -> Result<Swift, ConfigError> {
-        let mut cfg = CcConfig { algorithm: "swift".into(), ..CcConfig::default() };
-        for (k, v) in params.as_object().unwrap() {
-            cfg.params.insert(k.clone(), v.clone());
-        }
+        let cfg = crate::cc::test_config("swift", params);
         Swift::from_params(&Params::new(&cfg, "cc", Swift::info().params)?)
     }
 
     fn flow() -> FlowCtl {
-        FlowCtl {
-            rate: 100e9,
-            window: u64::MAX,
-            line_rate: 100e9,
-            min_rate: 100e9 / 16384.0,
-            base_rtt: 4_181_760,
-            bdp: 52_272,
-            mtu: 1000,
-            hops: 1,
-            snd_nxt: 0,
-            snd_una: 0,
-            size: u64::MAX,
-            timer: None,
-            probe_requested: false,
-            want_int: false,
-            decision_due: false,
-        }
+        FlowCtl::at_line_rate(100e9, 100e9 / 16384.0, 4_181_760, 1000)
     }
 
     fn ack(rtt: Time, newly: u64) -> AckEvent<'static> {

@@ -345,35 +345,15 @@ impl CongestionControl for Timely {
 mod tests {
     use super::*;
     use crate::cc::FlowCtl;
-    use crate::config::CcConfig;
     use serde_json::json;
 
     fn build(params: serde_json::Value) -> Result<Timely, ConfigError> {
-        let mut cfg = CcConfig { algorithm: "timely".into(), ..CcConfig::default() };
-        for (k, v) in params.as_object().unwrap() {
-            cfg.params.insert(k.clone(), v.clone());
-        }
+        let cfg = crate::cc::test_config("timely", params);
         Timely::from_params(&Params::new(&cfg, "cc", Timely::info().params)?)
     }
 
     fn flow() -> FlowCtl {
-        FlowCtl {
-            rate: 100e9,
-            window: u64::MAX,
-            line_rate: 100e9,
-            min_rate: 100e9 / 16384.0,
-            base_rtt: 8 * US,
-            bdp: 100_000,
-            mtu: 1000,
-            hops: 1,
-            snd_nxt: 0,
-            snd_una: 0,
-            size: u64::MAX,
-            timer: None,
-            probe_requested: false,
-            want_int: false,
-            decision_due: false,
-        }
+        FlowCtl::at_line_rate(100e9, 100e9 / 16384.0, 8 * US, 1000)
     }
 
     fn ack(seq: u64, rtt: Time) -> AckEvent<'static> {
