@@ -901,15 +901,24 @@ impl Simulation {
 
     fn host_try_send(&mut self, port: u32) {
         let pt = &mut self.ports[port as usize];
-        if let Some(pid) = pt.pfc_out.pop_front() {
+        let control = match pt.pfc_out.pop_front() {
+            Some(pid) => Some(pid),
+            None => pt.queues[0].pkts.pop_front().inspect(|&pid| {
+                let size = self.pool.get(pid).size as u64;
+                pt.queues[0].bytes -= size;
+                pt.queued -= size;
+            }),
+        };
+        if let Some(pid) = control {
             self.transmit(port, pid);
-            return;
-        }
-        if let Some(pid) = pt.queues[0].pkts.pop_front() {
-            let size = self.pool.get(pid).size as u64;
-            pt.queues[0].bytes -= size;
-            pt.queued -= size;
-            self.transmit(port, pid);
+            // Control packets go first, so this opportunity did not look at the
+            // flows waiting for their pacer: make sure the NIC wakes up for the
+            // earliest of them, or a steady stream of ACKs could starve them.
+            let h = self.host_of_port(port);
+            let busy_until = self.ports[port as usize].busy_until;
+            if let Some(&Reverse((t, _, _))) = self.hosts[h as usize].sleeping.peek() {
+                self.arm_nic(h, t.max(busy_until));
+            }
             return;
         }
         let h = self.host_of_port(port);
