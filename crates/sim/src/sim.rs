@@ -932,7 +932,14 @@ impl Simulation {
             host.burst_left = host.burst_left.saturating_sub(size as u64);
             host.burst_left == 0
         };
-        self.cc_event(fid, |cc, ctx| cc.on_send(ctx, size));
+        // The most frequent CC event: skip the bookkeeping when it changed nothing.
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        let (old_rate, old_timer) = (f.ctl.rate, f.ctl.timer);
+        f.cc.on_send(&mut CcCtx { now, flow: &mut f.ctl }, size);
+        if f.ctl.rate != old_rate || f.ctl.timer != old_timer || f.ctl.probe_requested || f.ctl.decision_due {
+            self.after_cc(fid, old_rate, old_timer);
+        }
         let f = &self.flows[fid as usize];
         if (burst_end || !f.can_send(self.max_outstanding)) && self.hosts[h as usize].current == Some(fid) {
             self.hosts[h as usize].current = None;
@@ -1270,6 +1277,8 @@ impl Simulation {
     // ---------------------------------------------------------- agent bridge
 
     /// A decision of agent flow `fid` is due: answer it natively or queue it.
+    #[cold]
+    #[inline(never)]
     fn on_decision(&mut self, fid: u32) {
         let now = self.now;
         let Some(bridge) = self.bridge.as_mut() else { return };
@@ -1318,6 +1327,8 @@ impl Simulation {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn on_apply_action(&mut self, fid: u32) {
         let f = &self.flows[fid as usize];
         if f.finished.is_some() {
@@ -1333,6 +1344,8 @@ impl Simulation {
     }
 
     /// Reports the end of agent flow `fid` to the policy (done or truncated).
+    #[cold]
+    #[inline(never)]
     fn agent_ended(&mut self, fid: u32, truncated: bool) {
         let now = self.now;
         let Some(bridge) = self.bridge.as_mut() else { return };
