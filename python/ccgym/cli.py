@@ -478,6 +478,31 @@ def _add_learning_commands(sub: Any, debug: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_eval)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``ccgym bench``: run a suite (cached, in parallel) and print its table."""
+    from pathlib import Path
+
+    from ccgym.bench.runner import load_suite, run_suite
+    from ccgym.bench.tables import build_rows, rich_table, write_tables
+
+    suite = load_suite(args.suite)
+    out_dir = Path(args.out or Path("results") / "bench" / suite["name"])
+    progress = Console(stderr=True).is_terminal
+    records, stats = run_suite(suite, out_dir, jobs=args.jobs, progress=progress)
+    rows = build_rows(records)
+    title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
+    out = _stdout()
+    out.print(rich_table(rows, title))
+    paths = write_tables(rows, out_dir, title)
+    out.print(
+        f"{stats.ran} runs done, {stats.cached} from the cache, {stats.wall_s:.1f} s; "
+        f"* = Pareto front per scenario; tables: {', '.join(map(str, paths))}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 0
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -574,6 +599,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", choices=["scenarios", "workloads", "cc"])
     p.set_defaults(func=cmd_list)
     _add_learning_commands(sub, debug)
+
+    p = sub.add_parser(
+        "bench", parents=[debug], help="run a benchmark suite (cached, parallel) and tabulate it"
+    )
+    p.add_argument(
+        "--suite",
+        required=True,
+        metavar="NAME|FILE",
+        help="bundled suite (quick, adpg-many-to-one, adpg-all-to-all, adpg-long-short) "
+        "or a suite TOML file",
+    )
+    p.add_argument(
+        "--jobs", type=_positive_int, metavar="N", help="parallel runs (default: CPU count)"
+    )
+    p.add_argument(
+        "--out", metavar="DIR", help="results, cache and tables (default results/bench/SUITE)"
+    )
+    p.set_defaults(func=cmd_bench)
     return parser
 
 

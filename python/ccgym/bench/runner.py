@@ -1,0 +1,306 @@
+"""Suites (scenarios x methods x seeds) and running them in parallel with a result cache.
+
+A suite is TOML::
+
+    name = "quick"
+    seeds = [1]
+    methods = ["dcqcn", "policy:adpg-default"]   # classic CC names, or policy:NAME|PATH
+    overrides = ["duration=60ms"]                # optional, applied to every scenario first
+
+    [[scenario]]
+    label = "m2o 2"            # optional; default: the scenario's name
+    scenario = "adpg-m2o-2"    # bundled name, or a TOML path (relative to the suite file)
+    overrides = []             # optional
+    published = "m2o-128"      # optional: a table of published.toml to show beside ccgym's
+
+Every finished run is cached as ``<out>/runs/<key>.json``; the key hashes the scenario dict
+after overrides, the method (and the policy file's contents), the seed, the ccgym version and
+the native module file, so a rerun only does the runs that are missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ccgym._errors import ScenarioError
+from ccgym.scenario import load_scenario
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SUITE_DIR = Path(__file__).parent / "suites"
+POLICY_PREFIX = "policy:"
+
+
+@dataclass
+class Job:
+    """One run of a suite: a scenario (with overrides), a method and a seed."""
+
+    label: str
+    scenario: str
+    overrides: list[str]
+    method: str
+    seed: int
+    published: str | None = None
+    key: str = ""
+
+
+@dataclass
+class RunStats:
+    """What :func:`run_suite` did: runs executed, runs taken from the cache, wall time."""
+
+    ran: int = 0
+    cached: int = 0
+    wall_s: float = 0.0
+    ran_keys: list[str] = field(default_factory=list)
+
+
+def bundled_suites() -> list[str]:
+    """Names of the suites shipped with the package."""
+    return sorted(p.stem for p in SUITE_DIR.glob("*.toml"))
+
+
+def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a suite: a bundled name (``quick``) or a TOML path; validated, paths resolved."""
+    path = Path(spec)
+    if not path.is_file():
+        bundled = SUITE_DIR / f"{spec}.toml"
+        if "/" in str(spec) or not bundled.is_file():
+            raise ScenarioError(
+                f"no suite {str(spec)!r}: not a file and not a bundled suite "
+                f"({', '.join(bundled_suites())})"
+            )
+        path = bundled
+    try:
+        suite = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: invalid TOML: {e}") from e
+    suite.setdefault("name", path.stem)
+    suite["path"] = str(path.resolve())
+    seeds = suite.setdefault("seeds", [1])
+    methods = suite.get("methods")
+    scenarios = suite.get("scenario")
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
+        raise ScenarioError(f"{path}: seeds must be a non-empty list of integers")
+    if not isinstance(methods, list) or not methods or not all(isinstance(m, str) for m in methods):
+        raise ScenarioError(f"{path}: methods must be a non-empty list of names")
+    if not isinstance(scenarios, list) or not scenarios:
+        raise ScenarioError(f"{path}: a suite needs at least one [[scenario]]")
+    for i, sc in enumerate(scenarios):
+        if not isinstance(sc, dict) or not isinstance(sc.get("scenario"), str):
+            raise ScenarioError(f"{path}: scenario[{i}] needs scenario = NAME or PATH")
+        local = path.parent / sc["scenario"]
+        if sc["scenario"].endswith(".toml") and local.is_file():
+            sc["scenario"] = str(local.resolve())
+    return suite
+
+
+def suite_jobs(suite: dict[str, Any]) -> list[Job]:
+    """The runs of a suite, scenarios x methods x seeds, each with its cache key."""
+    common = list(suite.get("overrides") or [])
+    jobs = []
+    for sc in suite["scenario"]:
+        overrides = common + list(sc.get("overrides") or [])
+        for method in suite["methods"]:
+            for seed in suite["seeds"]:
+                all_overrides = [*overrides, f"seed={seed}"]
+                data, _ = load_scenario(sc["scenario"], all_overrides)
+                label = sc.get("label") or str(data.get("name", sc["scenario"]))
+                job = Job(label, sc["scenario"], all_overrides, method, seed, sc.get("published"))
+                job.key = run_key(data, method, seed)
+                jobs.append(job)
+    return jobs
+
+
+@cache
+def _file_hash(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def code_version() -> str:
+    """ccgym's version and a hash of the native module file."""
+    from ccgym import __version__
+    from ccgym.runner import native
+
+    return f"{__version__}+{_file_hash(str(native().__file__))[:16]}"
+
+
+def run_key(data: dict[str, Any], method: str, seed: int) -> str:
+    """The cache key of one run."""
+    method_id = method
+    if method.startswith(POLICY_PREFIX):
+        from ccgym.policies import policy_path
+
+        path = policy_path(method[len(POLICY_PREFIX) :])
+        method_id = f"{method}#{_file_hash(str(path))}"
+    blob = json.dumps(
+        {"scenario": data, "method": method_id, "seed": seed, "code": code_version()},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def run_job(scenario: str, overrides: list[str], method: str) -> dict[str, Any]:
+    """Run one job (in a worker process) and return its metrics and summary."""
+    import ccgym
+    from ccgym import policies
+
+    t0 = time.perf_counter()
+    data, _ = load_scenario(scenario, overrides)
+    if method.startswith(POLICY_PREFIX):
+        result = ccgym.run(policies.use_policy(data, method[len(POLICY_PREFIX) :]))
+    else:
+        result = ccgym.run(data, cc=method)
+    s = result.summary
+    bn = s.get("bottleneck") or {}
+    paper = s.get("paper") or {}
+    util = bn.get("utilization")
+    metrics = {
+        "SU": None if util is None else util * 100,
+        "FR": paper.get("FR"),
+        "jain": (s.get("flows") or {}).get("jain"),
+        "QL": bn.get("queue_latency_mean_us"),
+        "drops_mb": paper.get("drops_mb"),
+    }
+    return {"metrics": metrics, "summary": s, "wall_s": time.perf_counter() - t0}
+
+
+def _record(job: Job, out: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "key": job.key,
+        "label": job.label,
+        "scenario": job.scenario,
+        "overrides": job.overrides,
+        "method": job.method,
+        "seed": job.seed,
+        "published": job.published,
+        "code": code_version(),
+        **out,
+    }
+
+
+def _load_cached(path: Path) -> dict[str, Any] | None:
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and "metrics" in rec else None
+
+
+def _save(path: Path, rec: dict[str, Any]) -> None:
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(rec, indent=1, default=str))
+    tmp.replace(path)  # atomic: an interrupted run never leaves a half-written cache entry
+
+
+def run_suite(
+    suite: dict[str, Any] | str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    jobs: int | None = None,
+    progress: bool = False,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[list[dict[str, Any]], RunStats]:
+    """Run every job of ``suite`` not cached under ``out/runs``; return all records, in order.
+
+    Args:
+        suite: a suite dict (:func:`load_suite`), or a bundled name or path.
+        out: output folder; finished runs are cached in ``out/runs/<key>.json``.
+        jobs: worker processes (default ``os.cpu_count()``); 1 runs in this process.
+        progress: show a rich progress bar on stderr.
+        on_done: called with every record as it finishes (cached ones too).
+    """
+    if not isinstance(suite, dict):
+        suite = load_suite(suite)
+    t0 = time.perf_counter()
+    run_dir = Path(out) / "runs"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    all_jobs = suite_jobs(suite)
+    records: dict[str, dict[str, Any]] = {}
+    todo: list[Job] = []
+    stats = RunStats()
+    for job in all_jobs:
+        if job.key in records:
+            continue
+        cached = _load_cached(run_dir / f"{job.key}.json")
+        if cached is not None:
+            records[job.key] = cached
+            stats.cached += 1
+        elif all(job.key != j.key for j in todo):
+            todo.append(job)
+
+    bar, task = None, None
+    if progress:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        bar = Progress(
+            TextColumn(f"[bold]bench {suite['name']}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[last]}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        bar.start()
+        task = bar.add_task("runs", total=len(todo), last="")
+
+    def finish(job: Job, out_: dict[str, Any]) -> None:
+        rec = _record(job, out_)
+        _save(run_dir / f"{job.key}.json", rec)
+        records[job.key] = rec
+        stats.ran += 1
+        stats.ran_keys.append(job.key)
+        if bar is not None and task is not None:
+            bar.update(task, advance=1, last=f"{job.label} / {job.method} / seed {job.seed}")
+        if on_done is not None:
+            on_done(rec)
+
+    try:
+        n_workers = min(jobs or os.cpu_count() or 1, max(len(todo), 1))
+        if n_workers <= 1:
+            for job in todo:
+                finish(job, run_job(job.scenario, job.overrides, job.method))
+        else:
+            with ProcessPoolExecutor(max_workers=n_workers) as pool:
+                pending: dict[Future[dict[str, Any]], Job] = {
+                    pool.submit(run_job, j.scenario, j.overrides, j.method): j for j in todo
+                }
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        finish(pending.pop(fut), fut.result())
+    finally:
+        if bar is not None:
+            bar.stop()
+    stats.wall_s = time.perf_counter() - t0
+    # label and published come from the suite as it is now (a cache entry may predate a rename)
+    result = [
+        {**records[j.key], "label": j.label, "published": j.published, "seed": j.seed}
+        for j in all_jobs
+    ]
+    return result, stats
