@@ -18,8 +18,8 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from ccgym.env.bridge import AgentPool, is_zero_duration, keep_rate_actions
-from ccgym.env.spaces import action_space, observation_space, to_bridge
+from ccgym.env.bridge import AgentPool, is_zero_duration
+from ccgym.env.spaces import action_space, named_actions, observation_space
 from ccgym.scenario import ScenarioSpec
 
 AgentID = str
@@ -159,12 +159,8 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
     ]:
         """All live agents act; the simulation runs to the next grid instant."""
         b = self.pool.last_batch
-        a = keep_rate_actions(self.config, b.obs)
-        idx = np.flatnonzero(b.request)
-        for i, name in zip(idx, self._names(b.flow[idx]), strict=True):
-            if name in actions:
-                a[i] = to_bridge(actions[name], 1)[0]
-        self.pool.act(a)
+        names = self._names(b.flow[np.flatnonzero(b.request)])
+        self.pool.act(named_actions(self.config, b, list(names), actions))
         live = self.agents
         live_set = set(live)
         while True:

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
-from ccgym.env.bridge import AgentPool, Batch, keep_rate_actions
-from ccgym.env.spaces import action_space, observation_space, to_bridge
+from ccgym.env.bridge import AgentPool, Batch
+from ccgym.env.spaces import action_space, named_actions, observation_space
 
 AgentID = str
 
@@ -121,12 +121,8 @@ class CcRllibEnv(MultiAgentEnv):
     ]:
         """Apply the requested agents' actions and run to the next batch."""
         b = self.pool.last_batch
-        a = keep_rate_actions(self.config, b.obs)
-        idx = np.flatnonzero(b.request)
-        for i, name in zip(idx, self._name_list(b.flow[idx]), strict=True):
-            if name in action_dict:
-                a[i] = to_bridge(action_dict[name], 1)[0]
-        self.pool.act(a)
+        names = self._name_list(b.flow[np.flatnonzero(b.request)])
+        self.pool.act(named_actions(self.config, b, list(names), action_dict))
         if self._ended:
             self.agents = [n for n in self.agents if n not in self._ended]
             self._ended = set()

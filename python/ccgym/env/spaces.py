@@ -16,6 +16,7 @@ __all__ = [
     "keep_rate_actions",
     "observation_space",
     "to_bridge",
+    "named_actions",
 ]
 
 AURORA_ACTION_BOUND = 1e6
@@ -51,3 +52,22 @@ def to_bridge(actions: Any, n: int) -> np.ndarray:
     if a.shape != (n,):
         raise ValueError(f"expected {n} actions, got shape {np.shape(actions)}")
     return a
+
+
+def named_actions(
+    cfg: Mapping[str, Any],
+    batch: Any,
+    names: list[Any],
+    actions: Mapping[Any, Any],
+) -> np.ndarray:
+    """The bridge action vector of a batch from a dict of actions keyed by agent name.
+
+    ``names`` are the agent names of the batch's requesting entries (``batch.request``), in
+    order. Entries whose agent gave no action (and non-requesting entries) keep their rate.
+    """
+    out = keep_rate_actions(cfg, batch.obs)
+    idx = np.flatnonzero(batch.request)
+    for i, name in zip(idx, names, strict=True):
+        if name in actions:
+            out[i] = to_bridge(actions[name], 1)[0]
+    return out
