@@ -62,6 +62,9 @@ pub struct AgentConfig {
     pub reward_scale: f64,
     /// Rate an agent flow starts at, as a fraction of line rate.
     pub initial_rate: f64,
+    /// Rate a flow restarts at after a retransmission timeout, as a fraction of
+    /// line rate (0 = the NIC's rate floor; 1 = keep the rate the agent had set).
+    pub timeout_rate: f64,
 }
 
 impl Default for AgentConfig {
@@ -88,6 +91,7 @@ impl Default for AgentConfig {
             reward_beta: 1.0,
             reward_scale: 1.0,
             initial_rate: 1.0,
+            timeout_rate: 0.0,
         }
     }
 }
@@ -223,6 +227,8 @@ pub struct AgentSpec {
     pub reward_scale: f64,
     /// Starting rate as a fraction of line rate.
     pub initial_rate: f64,
+    /// Rate after a retransmission timeout, as a fraction of line rate (0 = floor, 1 = keep).
+    pub timeout_rate: f64,
 }
 
 impl AgentSpec {
@@ -302,6 +308,9 @@ impl AgentSpec {
         if !(c.initial_rate > 0.0 && c.initial_rate <= 1.0) {
             return bad("initial_rate", &c.initial_rate, "must be a fraction of line rate in (0, 1]");
         }
+        if !(0.0..=1.0).contains(&c.timeout_rate) {
+            return bad("timeout_rate", &c.timeout_rate, "must be a fraction of line rate in [0, 1]");
+        }
         if !(c.reward_scale.is_finite() && c.reward_beta.is_finite() && c.adpg_scale.is_finite()) {
             return bad("reward_scale", &c.reward_scale, "reward constants must be finite");
         }
@@ -317,6 +326,7 @@ impl AgentSpec {
             reward_beta: c.reward_beta,
             reward_scale: c.reward_scale,
             initial_rate: c.initial_rate,
+            timeout_rate: c.timeout_rate,
         })
     }
 
@@ -680,6 +690,14 @@ impl CongestionControl for AgentCc {
 
     fn on_timeout(&mut self, ctx: &mut CcCtx) {
         self.losses += 1;
+        // A timeout means the flow heard nothing for a whole RTO: whatever rate it
+        // holds was chosen blind (an interval agent that sees no ACKs sees no
+        // congestion either and climbs to line rate). Restarting every such flow at
+        // that rate at once overflows the queue again, so, like TCP's loss window,
+        // the flow restarts low and the policy climbs back on fresh feedback.
+        if self.spec.timeout_rate < 1.0 {
+            ctx.set_rate(self.spec.timeout_rate * ctx.flow.line_rate);
+        }
         self.reprobe_after_loss(ctx);
     }
 

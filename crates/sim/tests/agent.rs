@@ -184,3 +184,35 @@ fn a_probe_lost_with_a_dropped_packet_is_sent_again() {
         );
     }
 }
+
+#[test]
+fn after_a_timeout_an_agent_flow_restarts_at_timeout_rate() {
+    // Line-rate senders with small windows into a tiny queue lose the tails of
+    // their windows and can only recover by timeout. The policy holds every rate
+    // (a = 0), so the rate a flow ends with is the one it restarted at.
+    let run = |timeout_rate: f64| {
+        let agent = json!({"trigger": "interval", "interval": "20us", "timeout_rate": timeout_rate});
+        let mut s = scenario(agent, json!({"kind": "long", "receiver": 0, "flows_per_host": 8, "start": "0us"}), "3ms");
+        s["switch"]["queue_cap"] = json!("20KB");
+        s["host"] = json!({"rto": "500us", "max_outstanding": "32KiB"});
+        let mut sim = build(&s);
+        drive(&mut sim, |_| 0.0);
+        sim.flows.iter().map(|f| (f.timeouts, f.ctl.rate, f.ctl.min_rate, f.ctl.line_rate)).collect::<Vec<_>>()
+    };
+    // Flows that timed out hold the restart rate; the others keep line rate.
+    let check = |timeout_rate: f64| {
+        let flows = run(timeout_rate);
+        let timed_out = flows.iter().filter(|f| f.0 > 0).count();
+        assert!(timed_out > 0, "some flow must time out in this scenario: {flows:?}");
+        for (timeouts, rate, min_rate, line) in flows {
+            let expect = if timeouts == 0 || timeout_rate == 1.0 { line } else { (timeout_rate * line).max(min_rate) };
+            assert_eq!(rate, expect, "timeout_rate {timeout_rate}, {timeouts} timeouts");
+        }
+    };
+    check(0.0);
+    check(0.25);
+    check(1.0);
+    let bad = scenario(json!({"timeout_rate": 1.5}), long4(), "1ms");
+    let e = Simulation::from_json(&bad.to_string(), Path::new(".")).err().unwrap();
+    assert!(e.to_string().starts_with("agent.timeout_rate"), "{e}");
+}
