@@ -251,11 +251,8 @@ def write_report(
                     )
                 else:
                     body = _img(figure_png(run_figure(series, name)), name)
-                caption = _run_caption(rec)
-                figs.append(
-                    f"<figure><figcaption><b>{html.escape(method)}</b></figcaption>{body}"
-                    f"<figcaption>{caption}</figcaption></figure>"
-                )
+                caption = f"<b>{html.escape(method)}</b>, {_run_caption(rec)}"
+                figs.append(f"<figure>{body}<figcaption>{caption}</figcaption></figure>")
                 if step:
                     step(name)
             sid = "scenario-" + "".join(c if c.isalnum() else "-" for c in label)
