@@ -95,7 +95,7 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
     ``series`` is what :func:`ccgym.bench.series.load_series` returns. The metrics window is
     shaded. The queue has a second axis in µs (the time the queue takes to drain at the
     bottleneck's line rate). Up to 16 flows are drawn one line each; more as percentile bands
-    across flows (min-max, p10-p90, p25-p75), the median and the mean.
+    across flows (min-max, p10-p90, p25-p75), the median, the mean and flow 0 alone.
     """
     fig = Figure(figsize=(8.0, 6.6), layout="constrained")
     ax_q, ax_r, ax_u = fig.subplots(3, 1, sharex=True)
@@ -176,7 +176,11 @@ def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) ->
             ax.plot(t_ms, pct[:, col[50.0]], color="navy", linewidth=1.0, label="median")
         mean = np.asarray(series["flow_rate_mean"], dtype=float)
         ax.plot(t_ms, mean, color="black", linewidth=0.9, linestyle="--", label="mean")
-        ax.legend(loc="upper right", fontsize="x-small", ncols=5)
+        if len(ids) and ids[0] == 0:
+            # One flow's own trace shows what the bands hide (oscillation, starvation); flow 0
+            # is the first workload's first flow: long-short's long flow, a sender in incast.
+            ax.plot(t_ms, sample[:, 0], color="tab:orange", linewidth=0.8, label="flow 0")
+        ax.legend(loc="upper right", fontsize="x-small", ncols=6)
         ax.set_title(
             f"per-flow delivery rate across {count} flows (active flows at each sample)",
             fontsize="medium",
