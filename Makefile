@@ -1,11 +1,12 @@
 # ccgym developer tasks. Needs only a Rust toolchain and Python >= 3.10 (`python3`) on PATH;
 # everything else goes into .venv on first use.
 #
-#   make run    build (incrementally) and run the incast-16 scenario
-#   make test   Rust tests, rustfmt, clippy, ruff, pytest
-#   make perf   the standard incast benchmark (ccgym perf)
-#   make lint   rustfmt --check, clippy, ruff
-#   make clean  remove .venv, target/ and build outputs
+#   make run           build (incrementally), run the quick bench suite, write its HTML report
+#   make run-scenario  run one scenario and print its summary (SCENARIO=incast-16)
+#   make test          Rust tests, rustfmt, clippy, ruff, pytest (installs chromium if missing)
+#   make perf          the standard incast benchmark (ccgym perf)
+#   make lint          rustfmt --check, clippy, ruff
+#   make clean         remove .venv, target/ and build outputs
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -28,7 +29,7 @@ export VIRTUAL_ENV := $(VENV_DIR)
 export PYO3_PYTHON := $(BIN)/python
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help build run test perf lint clean
+.PHONY: help build run run-scenario chromium test perf lint clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -44,10 +45,27 @@ $(DEPS_STAMP): pyproject.toml
 build: $(DEPS_STAMP)
 	$(BIN)/maturin develop --release --skip-install
 
+# The quick suite (classic CCs and the bundled policy:adpg-default, a few minutes on 2 cores);
+# runs cached under results/bench/quick are reused. Prints the table and `report: PATH`.
 run: build
+	$(BIN)/ccgym bench --suite quick
+
+run-scenario: build
 	$(BIN)/ccgym run $(SCENARIO)
 
-test: build
+# tests/test_report.py renders the bench report in headless Chromium: Debian's package, installed
+# once when missing. Without root (or apt) it only prints a note, and that test is skipped.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (Debian package) for the report test"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	      || echo "note: installing chromium failed; the report rendering test will be skipped"; \
+	  else \
+	    echo "note: chromium is missing and cannot be installed without root (apt-get); the report rendering test will be skipped"; \
+	  fi; }
+
+test: build chromium
 	$(CARGO) test --workspace --release --exclude $(PY_CRATE)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

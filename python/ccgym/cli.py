@@ -488,6 +488,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     out_dir = Path(args.out or Path("results") / "bench" / suite["name"])
     progress = Console(stderr=True).is_terminal
+    if args.report_only:
+        from ccgym.bench.report import rebuild_report
+
+        path, found, missing = rebuild_report(suite, out_dir, progress=progress)
+        line = f"{found} runs from the cache, {missing} missing; report: {path.resolve()}"
+        _stdout().print(line, highlight=False, soft_wrap=True)
+        return 0
     records, stats = run_suite(suite, out_dir, jobs=args.jobs, progress=progress)
     rows = build_rows(records)
     title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
@@ -500,6 +507,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         highlight=False,
         soft_wrap=True,
     )
+    if not args.no_report:
+        from ccgym.bench.report import write_report
+
+        path = write_report(suite, records, out_dir, stats=stats, progress=progress)
+        out.print(f"report: {path.resolve()}", highlight=False, soft_wrap=True)
     return 0
 
 
@@ -615,6 +627,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--out", metavar="DIR", help="results, cache and tables (default results/bench/SUITE)"
+    )
+    p.add_argument("--no-report", action="store_true", help="do not write DIR/report.html")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: rebuild the tables and report.html from the runs cached in DIR",
     )
     p.set_defaults(func=cmd_bench)
     return parser

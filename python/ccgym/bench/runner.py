@@ -13,7 +13,8 @@ A suite is TOML::
     overrides = []             # optional
     published = "m2o-128"      # optional: a table of published.toml to show beside ccgym's
 
-Every finished run is cached as ``<out>/runs/<key>.json``; the key hashes the scenario dict
+Every finished run is cached as ``<out>/runs/<key>.json``, its time series for the plots as
+``<key>.series.npz`` (:mod:`ccgym.bench.series`); the key hashes the scenario dict
 after overrides, the method (and the policy file's contents), the seed, the ccgym version and
 the native module file, so a rerun only does the runs that are missing.
 """
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError
+from ccgym.bench.series import compact_series, force_flow_series, save_series, series_path
 from ccgym.scenario import load_scenario
 
 if sys.version_info >= (3, 11):
@@ -164,6 +166,7 @@ def run_job(scenario: str, overrides: list[str], method: str) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     data, _ = load_scenario(scenario, overrides)
+    force_flow_series(data)  # the plots' per-flow rates; leaves summary and cache key unchanged
     if method.startswith(POLICY_PREFIX):
         result = ccgym.run(policies.use_policy(data, method[len(POLICY_PREFIX) :]))
     else:
@@ -179,7 +182,10 @@ def run_job(scenario: str, overrides: list[str], method: str) -> dict[str, Any]:
         "QL": bn.get("queue_latency_mean_us"),
         "drops_mb": paper.get("drops_mb"),
     }
-    return {"metrics": metrics, "summary": s, "wall_s": time.perf_counter() - t0}
+    out = {"metrics": metrics, "summary": s, "wall_s": time.perf_counter() - t0}
+    # numpy arrays: run_suite pops them and stores them apart, never in the JSON record
+    out["series"] = compact_series(result)
+    return out
 
 
 def _record(job: Job, out: dict[str, Any]) -> dict[str, Any]:
@@ -270,6 +276,9 @@ def run_suite(
         task = bar.add_task("runs", total=len(todo), last="")
 
     def finish(job: Job, out_: dict[str, Any]) -> None:
+        series = out_.pop("series", None)
+        if series is not None:  # before the JSON: a cache entry without its series is allowed
+            save_series(series_path(run_dir, job.key), series)
         rec = _record(job, out_)
         _save(run_dir / f"{job.key}.json", rec)
         records[job.key] = rec

@@ -1,0 +1,349 @@
+"""Bench plots: a time-series figure per run and metric-versus-scale charts per suite.
+
+Figures are built on :class:`matplotlib.figure.Figure` directly and rendered by the Agg canvas,
+never through ``pyplot``: no GUI backend is chosen, no global figure registry fills up while a
+report draws hundreds of runs, and importing this module changes nothing for a user's own
+``pyplot`` session.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+DPI = 90
+"""Resolution of the report's PNGs: sharp on screen, about 20-30 kB per run figure."""
+PNG_COLORS = 128
+"""Palette size of the report's PNGs (see :func:`figure_png`)."""
+
+SCALE_METRICS: tuple[tuple[str, str], ...] = (
+    ("SU", "switch utilisation SU (%)"),
+    ("FR", "fairness FR (%)"),
+    ("QL", "queue latency QL (µs)"),
+    ("drops_mb", "drops (MB)"),
+)
+"""(row key, axis label) of the metric-versus-scale panels; SU, FR, QL also have paper values."""
+
+# Kinds whose flows are fixed by the scenario (a scale); poisson flow counts depend on the draw.
+_STATIC_KINDS = frozenset({"long", "flows", "messages", "incast"})
+_WINDOW_COLOR = "0.93"
+_LINE_COLOR = "tab:blue"
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def figure_png(fig: Figure, dpi: int = DPI, colors: int | None = PNG_COLORS) -> bytes:
+    """Render ``fig`` to PNG bytes with the Agg canvas.
+
+    With ``colors``, the image is reduced to a palette of that many colours: line charts on a
+    white background lose nothing visible and the PNG shrinks about threefold, which is what
+    keeps a report of a hundred runs a few MB. Pillow comes with matplotlib.
+    """
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    if colors is None:
+        return buf.getvalue()
+    from PIL import Image
+
+    buf.seek(0)
+    with Image.open(buf) as img:
+        small = img.convert("RGB").quantize(colors=colors)
+    out = io.BytesIO()
+    small.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def png_data_uri(png: bytes) -> str:
+    """A ``data:`` URI for embedding PNG bytes in HTML."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def method_colors(methods: Sequence[str]) -> dict[str, str]:
+    """One colour per method, stable across every chart of a report (suite order)."""
+    palette = [f"tab:{c}" for c in ("blue", "orange", "green", "red", "purple", "brown")]
+    palette += [f"tab:{c}" for c in ("pink", "gray", "olive", "cyan")]
+    return {m: palette[i % len(palette)] for i, m in enumerate(methods)}
+
+
+# --------------------------------------------------------------------------- per run
+
+
+def _shade_window(ax: Any, series: Mapping[str, np.ndarray], label: bool) -> None:
+    w0, w1 = (float(x) for x in series["window_s"])
+    if math.isfinite(w0) and math.isfinite(w1) and w1 > w0:
+        name = "metrics window" if label else None
+        ax.axvspan(w0 * 1e3, w1 * 1e3, color=_WINDOW_COLOR, zorder=0, label=name)
+
+
+def _note(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4")
+
+
+def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
+    """Three panels over time: bottleneck queue, per-flow rates, bottleneck utilisation.
+
+    ``series`` is what :func:`ccgym.bench.series.load_series` returns. The metrics window is
+    shaded. The queue has a second axis in µs (the time the queue takes to drain at the
+    bottleneck's line rate). Up to 16 flows are drawn one line each; more as percentile bands
+    across flows (min-max, p10-p90, p25-p75), the median, the mean and flow 0 alone.
+    """
+    fig = Figure(figsize=(8.0, 6.6), layout="constrained")
+    ax_q, ax_r, ax_u = fig.subplots(3, 1, sharex=True)
+    t_ms = np.asarray(series["time_s"], dtype=float) * 1e3
+    port = str(series["bottleneck_port"])
+    rate = float(series["bottleneck_rate_gbps"])
+    for ax in (ax_q, ax_r, ax_u):
+        _shade_window(ax, series, label=ax is ax_q)
+        ax.grid(True, color="0.85", linewidth=0.6)
+
+    queue_kb = np.asarray(series["queue_bytes"], dtype=float) / 1e3
+    if port and len(t_ms):
+        ax_q.plot(t_ms, queue_kb, color=_LINE_COLOR, linewidth=1.0, label="queue")
+        ax_q.set_title(f"bottleneck {port}: queue length", fontsize="medium", loc="left")
+        ax_q.set_ylim(bottom=0)
+        if math.isfinite(rate) and rate > 0:
+            # kB -> µs at line rate: kB * 1e3 * 8 bit / (rate * 1e9 bit/s) * 1e6 = kB * 8 / rate
+            sec = ax_q.secondary_yaxis(
+                "right", functions=(lambda kb: kb * 8.0 / rate, lambda us: us * rate / 8.0)
+            )
+            sec.set_ylabel("drain time (µs)")
+        ax_q.legend(loc="upper right", fontsize="x-small")
+    else:
+        _note(ax_q, "no switch port transmitted: no bottleneck")
+    ax_q.set_ylabel("queue (kB)")
+
+    _rates_panel(ax_r, series, t_ms)
+
+    if port and len(t_ms) and math.isfinite(rate) and rate > 0:
+        util = np.asarray(series["tx_gbps"], dtype=float) / rate * 100.0
+        ax_u.plot(t_ms, util, color=_LINE_COLOR, linewidth=1.0)
+        top = np.nanmax(util) if np.isfinite(util).any() else 100.0
+        ax_u.set_ylim(0, max(105.0, top * 1.05))
+        ax_u.set_title(
+            f"bottleneck {port}: utilisation of {rate:g} Gb/s", fontsize="medium", loc="left"
+        )
+    else:
+        _note(ax_u, "no bottleneck utilisation")
+    ax_u.set_ylabel("utilisation (%)")
+    ax_u.set_xlabel("time (ms)")
+    if len(t_ms):
+        ax_u.set_xlim(0, t_ms[-1])
+    if title:
+        fig.suptitle(title, fontsize="large")
+    return fig
+
+
+def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) -> None:
+    count = int(series["flow_count"])
+    sample = np.asarray(series["flow_sample_gbps"], dtype=float)
+    ids = np.asarray(series["flow_sample_ids"])
+    ax.set_ylabel("rate (Gb/s)")
+    if sample.shape[0] == 0 or sample.shape[0] != len(t_ms):
+        _note(ax, "per-flow rates not recorded (metrics.flow_series = false)")
+        return
+    if count <= len(ids):
+        for j, fid in enumerate(ids):
+            ax.plot(t_ms, sample[:, j], linewidth=0.9, label=f"flow {fid}")
+        if count <= 8:
+            ax.legend(loc="upper right", fontsize="x-small", ncols=min(count, 4))
+        ax.set_title(
+            f"per-flow delivery rate: {count} flow{'s' if count != 1 else ''}",
+            fontsize="medium",
+            loc="left",
+        )
+    else:
+        pct = np.asarray(series["flow_rate_pct"], dtype=float)
+        col = {float(p): j for j, p in enumerate(series["flow_percentiles"])}
+        bands = ((0.0, 100.0, 0.15, "min–max"), (10.0, 90.0, 0.3, "p10–p90"))
+        bands += ((25.0, 75.0, 0.5, "p25–p75"),)
+        for lo, hi, alpha, label in bands:
+            if lo in col and hi in col:
+                lower, upper = pct[:, col[lo]], pct[:, col[hi]]
+                ax.fill_between(
+                    t_ms, lower, upper, color=_LINE_COLOR, alpha=alpha, linewidth=0, label=label
+                )
+        if 50.0 in col:
+            ax.plot(t_ms, pct[:, col[50.0]], color="navy", linewidth=1.0, label="median")
+        mean = np.asarray(series["flow_rate_mean"], dtype=float)
+        ax.plot(t_ms, mean, color="black", linewidth=0.9, linestyle="--", label="mean")
+        if len(ids) and ids[0] == 0:
+            # One flow's own trace shows what the bands hide (oscillation, starvation); flow 0
+            # is the first workload's first flow: long-short's long flow, a sender in incast.
+            ax.plot(t_ms, sample[:, 0], color="tab:orange", linewidth=0.8, label="flow 0")
+        ax.legend(loc="upper right", fontsize="x-small", ncols=6)
+        ax.set_title(
+            f"per-flow delivery rate across {count} flows (active flows at each sample)",
+            fontsize="medium",
+            loc="left",
+        )
+    ax.set_ylim(bottom=0)
+
+
+# --------------------------------------------------------------------------- against scale
+
+
+def _workload_flows(w: Mapping[str, Any], hosts: int | None) -> int | None:
+    """Flows a workload generates, if the scenario alone fixes it; None otherwise."""
+    kind = w.get("kind")
+    per_host = int(w.get("flows_per_host", 1))
+    senders = w.get("senders")
+    if kind == "flows":
+        return len(w.get("flows") or [])
+    if kind == "long" and w.get("pattern", "many_to_one") == "all_to_all":
+        n = len(senders) if senders is not None else hosts
+        return None if n is None else n * (n - 1) * per_host
+    if kind in ("long", "messages"):
+        n = len(senders) if senders is not None else (None if hosts is None else hosts - 1)
+        return None if n is None else n * per_host
+    return None  # incast: bursts at or after the end are left out; the summary knows
+
+
+def scenario_flow_count(
+    data: Mapping[str, Any], summary: Mapping[str, Any] | None = None
+) -> int | None:
+    """The scale of a scenario: the flows its workloads generate (sum of senders x flows).
+
+    Counted from the scenario for ``long``, ``messages`` and ``flows`` workloads (hosts from a
+    star topology's ``hosts``); otherwise taken from the run's ``summary["flows"]["count"]``.
+    None when a workload is ``poisson``: its flow count follows from the load and the draw, it
+    is not a scale.
+    """
+    workloads = data.get("workload") or []
+    if not workloads or any(w.get("kind") not in _STATIC_KINDS for w in workloads):
+        return None
+    topo = data.get("topology") or {}
+    hosts = topo.get("hosts") if topo.get("kind", "star") == "star" else None
+    counts = [_workload_flows(w, hosts) for w in workloads]
+    if all(c is not None for c in counts):
+        return int(sum(c for c in counts if c is not None))
+    count = ((summary or {}).get("flows") or {}).get("count")
+    return int(count) if isinstance(count, int) and count > 0 else None
+
+
+def scenario_family(data: Mapping[str, Any]) -> str:
+    """What must match for scenarios to sit on one scale axis: topology kind and traffic mix.
+
+    E.g. ``"star: long many_to_one"``; long-short with 2 and with 128 flows share
+    ``"star: long many_to_one + messages"`` although one has more message workloads.
+    """
+    parts: list[str] = []
+    for w in data.get("workload") or []:
+        kind = str(w.get("kind"))
+        part = f"{kind} {w.get('pattern', 'many_to_one')}" if kind == "long" else kind
+        if part not in parts:
+            parts.append(part)
+    topo = (data.get("topology") or {}).get("kind", "star")
+    return f"{topo}: " + " + ".join(parts)
+
+
+@dataclass
+class ScaleGroup:
+    """Scenarios of one family with a flow count each: the x axis of one scale chart."""
+
+    family: str
+    flows: dict[str, int] = field(default_factory=dict)
+    """Scenario label -> flow count."""
+
+
+def scale_groups(
+    scenarios: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any] | None]],
+) -> list[ScaleGroup]:
+    """Group scenario labels by family; keep families with at least two distinct flow counts.
+
+    Args:
+        scenarios: label -> (scenario dict, a run's summary or None), in suite order.
+    """
+    groups: dict[str, ScaleGroup] = {}
+    for label, (data, summary) in scenarios.items():
+        n = scenario_flow_count(data, summary)
+        if n is None:
+            continue
+        fam = scenario_family(data)
+        groups.setdefault(fam, ScaleGroup(fam)).flows[label] = n
+    return [g for g in groups.values() if len(set(g.flows.values())) >= 2]
+
+
+def _num(x: Any) -> float:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
+
+
+def scale_figure(
+    rows: Sequence[Mapping[str, Any]],
+    group: ScaleGroup,
+    *,
+    colors: Mapping[str, str] | None = None,
+    title: str = "",
+) -> Figure:
+    """SU, FR, QL and drops against the flow count, one line per method.
+
+    ``rows`` are :func:`ccgym.bench.tables.build_rows` rows (mean and min/max over seeds);
+    error bars span min-max over seeds when a row has more than one. The paper's numbers,
+    where the row has them, are drawn as crosses in the method's colour.
+    """
+    methods = list(dict.fromkeys(r["method"] for r in rows if r["scenario"] in group.flows))
+    colors = dict(colors or method_colors(methods))
+    fig = Figure(figsize=(9.0, 6.4), layout="constrained")
+    axes = fig.subplots(2, 2, sharex=True).ravel()
+    ticks = sorted(set(group.flows.values()))
+    pub_index = {"SU": 0, "FR": 1, "QL": 2}
+    any_paper = False
+    for ax, (key, label) in zip(axes, SCALE_METRICS, strict=True):
+        for method in methods:
+            mine = [r for r in rows if r["method"] == method and r["scenario"] in group.flows]
+            pts = sorted(((group.flows[r["scenario"]], r) for r in mine), key=lambda p: p[0])
+            x = np.array([p[0] for p in pts], dtype=float)
+            y = np.array([_num(p[1].get(key)) for p in pts])
+            lo = np.array([_num(p[1].get(f"{key}_min")) for p in pts])
+            hi = np.array([_num(p[1].get(f"{key}_max")) for p in pts])
+            err = np.vstack([np.nan_to_num(y - lo), np.nan_to_num(hi - y)]).clip(min=0)
+            ok = np.isfinite(y)
+            ax.errorbar(
+                x[ok],
+                y[ok],
+                yerr=err[:, ok],
+                marker="o",
+                markersize=4,
+                capsize=3,
+                linewidth=1.2,
+                color=colors.get(method),
+                label=method,
+            )
+            if key in pub_index:
+                px, py = [], []
+                for n, r in pts:
+                    pub = r.get("published")
+                    if isinstance(pub, list) and len(pub) > pub_index[key]:
+                        px.append(n)
+                        py.append(float(pub[pub_index[key]]))
+                if px:
+                    any_paper = True
+                    ax.scatter(px, py, marker="x", s=40, color=colors.get(method), zorder=3)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+        ax.set_ylabel(label)
+        ax.grid(True, color="0.85", linewidth=0.6)
+        if key in ("SU", "FR"):
+            ax.set_ylim(0, 105)
+        else:
+            ax.set_ylim(bottom=0)
+    for ax in axes[2:]:
+        ax.set_xlabel("flows (log scale)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if any_paper:
+        handles.append(axes[0].scatter([], [], marker="x", color="0.3"))
+        labels.append("paper (ADPG Table 2/3)")
+    ncols = min(len(labels), 4)
+    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize="small")
+    fig.suptitle(title or group.family, fontsize="large")
+    return fig
