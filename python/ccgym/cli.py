@@ -483,17 +483,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ccgym.bench.runner import load_suite, run_suite
-    from ccgym.bench.tables import build_rows, rich_table, write_tables
+    from ccgym.bench.tables import build_rows, rich_table, table_spec, write_tables
 
     suite = load_suite(args.suite)
     out_dir = Path(args.out or Path("results") / "bench" / suite["name"])
     progress = Console(stderr=True).is_terminal
     records, stats = run_suite(suite, out_dir, jobs=args.jobs, progress=progress)
-    rows = build_rows(records)
+    spec = table_spec(suite.get("table"))
+    rows = build_rows(records, spec=spec)
     title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
     out = _stdout()
-    out.print(rich_table(rows, title))
-    paths = write_tables(rows, out_dir, title)
+    out.print(rich_table(rows, title, spec))
+    paths = write_tables(rows, out_dir, title, spec)
     out.print(
         f"{stats.ran} runs done, {stats.cached} from the cache, {stats.wall_s:.1f} s; "
         f"* = Pareto front per scenario; tables: {', '.join(map(str, paths))}",

@@ -6,6 +6,8 @@ A suite is TOML::
     seeds = [1]
     methods = ["dcqcn", "policy:adpg-default"]   # classic CC names, or policy:NAME|PATH
     overrides = ["duration=60ms"]                # optional, applied to every scenario first
+    table = "standard"         # optional: "standard" (SU / FR / QL / drops) or "long-short"
+                               # (RT / DR / LBW / message FCT, ccgym.bench.longshort)
 
     [[scenario]]
     label = "m2o 2"            # optional; default: the scenario's name
@@ -15,7 +17,8 @@ A suite is TOML::
 
 Every finished run is cached as ``<out>/runs/<key>.json``; the key hashes the scenario dict
 after overrides, the method (and the policy file's contents), the seed, the ccgym version and
-the native module file, so a rerun only does the runs that are missing.
+the native module file (and, for long-short tables, the scores' version), so a rerun only does
+the runs that are missing.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError
+from ccgym.bench.tables import table_spec
 from ccgym.scenario import load_scenario
 
 if sys.version_info >= (3, 11):
@@ -55,6 +59,7 @@ class Job:
     seed: int
     published: str | None = None
     key: str = ""
+    scores: str = "standard"  # which metrics run_job computes: the suite's table
 
 
 @dataclass
@@ -98,6 +103,10 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
         raise ScenarioError(f"{path}: methods must be a non-empty list of names")
     if not isinstance(scenarios, list) or not scenarios:
         raise ScenarioError(f"{path}: a suite needs at least one [[scenario]]")
+    try:
+        table_spec(suite.setdefault("table", "standard"))
+    except ScenarioError as e:
+        raise ScenarioError(f"{path}: {e}") from None
     for i, sc in enumerate(scenarios):
         if not isinstance(sc, dict) or not isinstance(sc.get("scenario"), str):
             raise ScenarioError(f"{path}: scenario[{i}] needs scenario = NAME or PATH")
@@ -119,7 +128,8 @@ def suite_jobs(suite: dict[str, Any]) -> list[Job]:
                 data, _ = load_scenario(sc["scenario"], all_overrides)
                 label = sc.get("label") or str(data.get("name", sc["scenario"]))
                 job = Job(label, sc["scenario"], all_overrides, method, seed, sc.get("published"))
-                job.key = run_key(data, method, seed)
+                job.scores = suite.get("table") or "standard"
+                job.key = run_key(data, method, seed, job.scores)
                 jobs.append(job)
     return jobs
 
@@ -141,24 +151,30 @@ def code_version() -> str:
     return f"{__version__}+{_file_hash(str(native().__file__))[:16]}"
 
 
-def run_key(data: dict[str, Any], method: str, seed: int) -> str:
-    """The cache key of one run."""
+def run_key(data: dict[str, Any], method: str, seed: int, scores: str = "standard") -> str:
+    """The cache key of one run (``scores``: the metrics it computes, see :func:`run_job`)."""
     method_id = method
     if method.startswith(POLICY_PREFIX):
         from ccgym.policies import policy_path
 
         path = policy_path(method[len(POLICY_PREFIX) :])
         method_id = f"{method}#{_file_hash(str(path))}"
-    blob = json.dumps(
-        {"scenario": data, "method": method_id, "seed": seed, "code": code_version()},
-        sort_keys=True,
-        default=str,
-    )
+    ident = {"scenario": data, "method": method_id, "seed": seed, "code": code_version()}
+    if scores != "standard":  # standard keys stay what they were before long-short scores
+        from ccgym.bench.longshort import SCORES_VERSION
+
+        ident["scores"] = f"{scores}/{SCORES_VERSION}"
+    blob = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
-def run_job(scenario: str, overrides: list[str], method: str) -> dict[str, Any]:
-    """Run one job (in a worker process) and return its metrics and summary."""
+def run_job(
+    scenario: str, overrides: list[str], method: str, scores: str = "standard"
+) -> dict[str, Any]:
+    """Run one job (in a worker process) and return its metrics and summary.
+
+    ``scores="long-short"`` adds the long-short scores (:func:`ccgym.bench.longshort.scores`).
+    """
     import ccgym
     from ccgym import policies
 
@@ -179,7 +195,16 @@ def run_job(scenario: str, overrides: list[str], method: str) -> dict[str, Any]:
         "QL": bn.get("queue_latency_mean_us"),
         "drops_mb": paper.get("drops_mb"),
     }
+    if scores == "long-short":
+        from ccgym.bench.longshort import scores as long_short_scores
+
+        metrics.update(long_short_scores(result))
     return {"metrics": metrics, "summary": s, "wall_s": time.perf_counter() - t0}
+
+
+def _job_args(job: Job) -> tuple[Any, ...]:
+    """The arguments of :func:`run_job` for ``job``, the same for every way of running it."""
+    return (job.scenario, job.overrides, job.method, job.scores)
 
 
 def _record(job: Job, out: dict[str, Any]) -> dict[str, Any]:
@@ -284,11 +309,11 @@ def run_suite(
         n_workers = min(jobs or os.cpu_count() or 1, max(len(todo), 1))
         if n_workers <= 1:
             for job in todo:
-                finish(job, run_job(job.scenario, job.overrides, job.method))
+                finish(job, run_job(*_job_args(job)))
         else:
             with ProcessPoolExecutor(max_workers=n_workers) as pool:
                 pending: dict[Future[dict[str, Any]], Job] = {
-                    pool.submit(run_job, j.scenario, j.overrides, j.method): j for j in todo
+                    pool.submit(run_job, *_job_args(j)): j for j in todo
                 }
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
