@@ -488,7 +488,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     out_dir = Path(args.out or Path("results") / "bench" / suite["name"])
     progress = Console(stderr=True).is_terminal
-    records, stats = run_suite(suite, out_dir, jobs=args.jobs, progress=progress)
+    records, stats = run_suite(suite, out_dir, jobs=args.jobs, progress=progress, ray=args.ray)
     spec = table_spec(suite.get("table"))
     rows = build_rows(records, spec=spec)
     title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
@@ -515,6 +515,15 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def _ray_address(text: str) -> str:
+    from ccgym.bench.ray_runner import check_address
+
+    try:
+        return check_address(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -616,6 +625,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--out", metavar="DIR", help="results, cache and tables (default results/bench/SUITE)"
+    )
+    p.add_argument(
+        "--ray",
+        type=_ray_address,
+        metavar="ADDRESS",
+        help="run the jobs as Ray tasks: local (a private local Ray, --jobs CPUs), auto (the "
+        "cluster running on this machine), HOST:PORT or ray://HOST:PORT; needs ccgym[ray]",
     )
     p.set_defaults(func=cmd_bench)
     return parser

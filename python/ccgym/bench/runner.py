@@ -18,7 +18,8 @@ A suite is TOML::
 Every finished run is cached as ``<out>/runs/<key>.json``; the key hashes the scenario dict
 after overrides, the method (and the policy file's contents), the seed, the ccgym version and
 the native module file (and, for long-short tables, the scores' version), so a rerun only does
-the runs that are missing.
+the runs that are missing. Runs go to a process pool, or to Ray tasks (``ray=ADDRESS``,
+:mod:`ccgym.bench.ray_runner`), with the same cache.
 """
 
 from __future__ import annotations
@@ -242,15 +243,19 @@ def run_suite(
     jobs: int | None = None,
     progress: bool = False,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    ray: str | None = None,
 ) -> tuple[list[dict[str, Any]], RunStats]:
     """Run every job of ``suite`` not cached under ``out/runs``; return all records, in order.
 
     Args:
         suite: a suite dict (:func:`load_suite`), or a bundled name or path.
         out: output folder; finished runs are cached in ``out/runs/<key>.json``.
-        jobs: worker processes (default ``os.cpu_count()``); 1 runs in this process.
+        jobs: worker processes (default ``os.cpu_count()``); 1 runs in this process. With
+            ``ray="local"``: the CPUs of the local Ray instance.
         progress: show a rich progress bar on stderr.
         on_done: called with every record as it finishes (cached ones too).
+        ray: run the jobs as Ray tasks instead: ``"local"``, ``"auto"``, ``"HOST:PORT"`` or
+            ``"ray://HOST:PORT"`` (see :mod:`ccgym.bench.ray_runner`).
     """
     if not isinstance(suite, dict):
         suite = load_suite(suite)
@@ -307,7 +312,11 @@ def run_suite(
 
     try:
         n_workers = min(jobs or os.cpu_count() or 1, max(len(todo), 1))
-        if n_workers <= 1:
+        if ray is not None:
+            from ccgym.bench.ray_runner import run_on_ray
+
+            run_on_ray(run_job, [(j, _job_args(j)) for j in todo], finish, ray, num_cpus=jobs)
+        elif n_workers <= 1:
             for job in todo:
                 finish(job, run_job(*_job_args(job)))
         else:
