@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -282,8 +283,8 @@ def test_long_short_suite() -> None:
     assert jobs[0].key == run_key(data, "dcqcn", 1, "long-short") != run_key(data, "dcqcn", 1)
 
 
-def test_unknown_table(tmp_path: pytest.TempPathFactory) -> None:
-    path = tmp_path / "bad.toml"  # type: ignore[operator]
+def test_unknown_table(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
     path.write_text('methods = ["dcqcn"]\ntable = "wide"\n[[scenario]]\nscenario = "adpg-m2o-2"\n')
     with pytest.raises(ScenarioError, match="unknown bench table 'wide'"):
         load_suite(path)

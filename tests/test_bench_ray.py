@@ -12,7 +12,8 @@ from ccgym.bench import ray_runner
 from ccgym.bench.runner import load_suite, run_suite
 from ccgym.cli import main
 
-# Two short scenarios (one scored by the long-short table's metrics too), two methods.
+# Two short scenarios (6 ms of long-short 2, the second with another seed and later messages),
+# two methods, scored with the long-short table (the heaviest metrics path).
 TINY = """
 name = "tiny-ray"
 seeds = [1]
