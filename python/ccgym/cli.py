@@ -483,7 +483,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ccgym.bench.runner import load_suite, run_suite
-    from ccgym.bench.tables import build_rows, rich_table, write_tables
+    from ccgym.bench.tables import build_rows, rich_table, table_spec, write_tables
 
     suite = load_suite(args.suite)
     out_dir = Path(args.out or Path("results") / "bench" / suite["name"])
@@ -495,12 +495,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         line = f"{found} runs from the cache, {missing} missing; report: {path.resolve()}"
         _stdout().print(line, highlight=False, soft_wrap=True)
         return 0
-    records, stats = run_suite(suite, out_dir, jobs=args.jobs, progress=progress)
-    rows = build_rows(records)
+    records, stats = run_suite(suite, out_dir, jobs=args.jobs, progress=progress, ray=args.ray)
+    spec = table_spec(suite.get("table"))
+    rows = build_rows(records, spec=spec)
     title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
     out = _stdout()
-    out.print(rich_table(rows, title))
-    paths = write_tables(rows, out_dir, title)
+    out.print(rich_table(rows, title, spec))
+    paths = write_tables(rows, out_dir, title, spec)
     out.print(
         f"{stats.ran} runs done, {stats.cached} from the cache, {stats.wall_s:.1f} s; "
         f"* = Pareto front per scenario; tables: {', '.join(map(str, paths))}",
@@ -526,6 +527,15 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def _ray_address(text: str) -> str:
+    from ccgym.bench.ray_runner import check_address
+
+    try:
+        return check_address(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -633,6 +643,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--report-only",
         action="store_true",
         help="run nothing: rebuild the tables and report.html from the runs cached in DIR",
+    )
+    p.add_argument(
+        "--ray",
+        type=_ray_address,
+        metavar="ADDRESS",
+        help="run the jobs as Ray tasks: local (a private local Ray, --jobs CPUs), auto (the "
+        "cluster running on this machine), HOST:PORT or ray://HOST:PORT; needs ccgym[ray]",
     )
     p.set_defaults(func=cmd_bench)
     return parser

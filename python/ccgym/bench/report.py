@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError
-from ccgym.bench.pareto import METRICS
 from ccgym.bench.plots import (
     figure_png,
     method_colors,
@@ -33,7 +32,14 @@ from ccgym.bench.plots import (
 )
 from ccgym.bench.runner import RunStats, _load_cached, code_version, suite_jobs
 from ccgym.bench.series import load_series, series_path
-from ccgym.bench.tables import PARETO_MARK, build_rows, table_cells, write_tables
+from ccgym.bench.tables import (
+    PARETO_MARK,
+    TableSpec,
+    build_rows,
+    table_cells,
+    table_spec,
+    write_tables,
+)
 from ccgym.scenario import load_scenario
 
 REPORT_FILE = "report.html"
@@ -104,8 +110,8 @@ def _fmt(x: Any, spec: str) -> str:
     return "–" if not isinstance(x, (int, float)) or x != x else format(x, spec)
 
 
-def _table_html(rows: Sequence[Mapping[str, Any]]) -> str:
-    header, cells = table_cells(rows)
+def _table_html(rows: Sequence[Mapping[str, Any]], spec: TableSpec) -> str:
+    header, cells = table_cells(rows, spec)
     out = ['<div class="wide"><table class="bench">', "<thead><tr>"]
     out += [
         f'<th class="{"l" if i < 2 else ""}">{html.escape(h)}</th>' for i, h in enumerate(header)
@@ -204,7 +210,8 @@ def write_report(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     run_dir = out / "runs"
-    rows = build_rows(records)
+    spec = table_spec(suite.get("table"))
+    rows = build_rows(records, spec=spec)
     colors = method_colors(list(suite["methods"]))
 
     # one figure per (scenario, method): the first seed's, so that size grows with the suite,
@@ -268,7 +275,10 @@ def write_report(
     title = f"ccgym bench {suite['name']}"
     links = [f'<a href="{f}">{f}</a>' for f in ("table.md", "table.csv") if (out / f).is_file()]
     links.append('<a href="runs/">runs/</a> (the cache: a JSON record per run)')
-    tol = ", ".join(f"{k} ±{t:g}" for k, (_, t) in METRICS.items())
+    tol = ", ".join(
+        f"{k} ±{b[1]:g}" + (f" or {b[2]:.0%}" if len(b) > 2 else "")
+        for k, b in spec.metrics.items()
+    )
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -279,7 +289,7 @@ def write_report(
         _facts(suite, records, stats, missing),
         f"<p>Files: {' · '.join(links)}</p>",
         "<h2>Results</h2>",
-        _table_html(rows),
+        _table_html(rows, spec),
         f'<p class="note">Mean over seeds, (min–max) when more than one. '
         f"{html.escape(PARETO_MARK)} and bold = not dominated by another method on the same "
         "scenario (SU, FR higher and QL, drops lower are better; tolerance bands "
@@ -339,6 +349,7 @@ def rebuild_report(
     """
     records, missing = cached_records(suite, out)
     title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
-    write_tables(build_rows(records), out, title)
+    spec = table_spec(suite.get("table"))
+    write_tables(build_rows(records, spec=spec), out, title, spec)
     path = write_report(suite, records, out, missing=missing, progress=progress)
     return path, len({r["key"] for r in records}), missing

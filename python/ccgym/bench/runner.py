@@ -6,6 +6,8 @@ A suite is TOML::
     seeds = [1]
     methods = ["dcqcn", "policy:adpg-default"]   # classic CC names, or policy:NAME|PATH
     overrides = ["duration=60ms"]                # optional, applied to every scenario first
+    table = "standard"         # optional: "standard" (SU / FR / QL / drops) or "long-short"
+                               # (RT / DR / LBW / message FCT, ccgym.bench.longshort)
 
     [[scenario]]
     label = "m2o 2"            # optional; default: the scenario's name
@@ -16,7 +18,9 @@ A suite is TOML::
 Every finished run is cached as ``<out>/runs/<key>.json``, its time series for the plots as
 ``<key>.series.npz`` (:mod:`ccgym.bench.series`); the key hashes the scenario dict
 after overrides, the method (and the policy file's contents), the seed, the ccgym version and
-the native module file, so a rerun only does the runs that are missing.
+the native module file (and, for long-short tables, the scores' version), so a rerun only does
+the runs that are missing. Runs go to a process pool, or to Ray tasks (``ray=ADDRESS``,
+:mod:`ccgym.bench.ray_runner`), with the same cache.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import Any
 
 from ccgym._errors import ScenarioError
 from ccgym.bench.series import compact_series, force_flow_series, save_series, series_path
+from ccgym.bench.tables import table_spec
 from ccgym.scenario import load_scenario
 
 if sys.version_info >= (3, 11):
@@ -57,6 +62,7 @@ class Job:
     seed: int
     published: str | None = None
     key: str = ""
+    scores: str = "standard"  # which metrics run_job computes: the suite's table
 
 
 @dataclass
@@ -100,6 +106,10 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
         raise ScenarioError(f"{path}: methods must be a non-empty list of names")
     if not isinstance(scenarios, list) or not scenarios:
         raise ScenarioError(f"{path}: a suite needs at least one [[scenario]]")
+    try:
+        table_spec(suite.setdefault("table", "standard"))
+    except ScenarioError as e:
+        raise ScenarioError(f"{path}: {e}") from None
     for i, sc in enumerate(scenarios):
         if not isinstance(sc, dict) or not isinstance(sc.get("scenario"), str):
             raise ScenarioError(f"{path}: scenario[{i}] needs scenario = NAME or PATH")
@@ -121,7 +131,8 @@ def suite_jobs(suite: dict[str, Any]) -> list[Job]:
                 data, _ = load_scenario(sc["scenario"], all_overrides)
                 label = sc.get("label") or str(data.get("name", sc["scenario"]))
                 job = Job(label, sc["scenario"], all_overrides, method, seed, sc.get("published"))
-                job.key = run_key(data, method, seed)
+                job.scores = suite.get("table") or "standard"
+                job.key = run_key(data, method, seed, job.scores)
                 jobs.append(job)
     return jobs
 
@@ -143,24 +154,30 @@ def code_version() -> str:
     return f"{__version__}+{_file_hash(str(native().__file__))[:16]}"
 
 
-def run_key(data: dict[str, Any], method: str, seed: int) -> str:
-    """The cache key of one run."""
+def run_key(data: dict[str, Any], method: str, seed: int, scores: str = "standard") -> str:
+    """The cache key of one run (``scores``: the metrics it computes, see :func:`run_job`)."""
     method_id = method
     if method.startswith(POLICY_PREFIX):
         from ccgym.policies import policy_path
 
         path = policy_path(method[len(POLICY_PREFIX) :])
         method_id = f"{method}#{_file_hash(str(path))}"
-    blob = json.dumps(
-        {"scenario": data, "method": method_id, "seed": seed, "code": code_version()},
-        sort_keys=True,
-        default=str,
-    )
+    ident = {"scenario": data, "method": method_id, "seed": seed, "code": code_version()}
+    if scores != "standard":  # standard keys stay what they were before long-short scores
+        from ccgym.bench.longshort import SCORES_VERSION
+
+        ident["scores"] = f"{scores}/{SCORES_VERSION}"
+    blob = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
-def run_job(scenario: str, overrides: list[str], method: str) -> dict[str, Any]:
-    """Run one job (in a worker process) and return its metrics and summary."""
+def run_job(
+    scenario: str, overrides: list[str], method: str, scores: str = "standard"
+) -> dict[str, Any]:
+    """Run one job (in a worker process) and return its metrics and summary.
+
+    ``scores="long-short"`` adds the long-short scores (:func:`ccgym.bench.longshort.scores`).
+    """
     import ccgym
     from ccgym import policies
 
@@ -182,10 +199,19 @@ def run_job(scenario: str, overrides: list[str], method: str) -> dict[str, Any]:
         "QL": bn.get("queue_latency_mean_us"),
         "drops_mb": paper.get("drops_mb"),
     }
+    if scores == "long-short":
+        from ccgym.bench.longshort import scores as long_short_scores
+
+        metrics.update(long_short_scores(result))
     out = {"metrics": metrics, "summary": s, "wall_s": time.perf_counter() - t0}
     # numpy arrays: run_suite pops them and stores them apart, never in the JSON record
     out["series"] = compact_series(result)
     return out
+
+
+def _job_args(job: Job) -> tuple[Any, ...]:
+    """The arguments of :func:`run_job` for ``job``, the same for every way of running it."""
+    return (job.scenario, job.overrides, job.method, job.scores)
 
 
 def _record(job: Job, out: dict[str, Any]) -> dict[str, Any]:
@@ -223,15 +249,19 @@ def run_suite(
     jobs: int | None = None,
     progress: bool = False,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    ray: str | None = None,
 ) -> tuple[list[dict[str, Any]], RunStats]:
     """Run every job of ``suite`` not cached under ``out/runs``; return all records, in order.
 
     Args:
         suite: a suite dict (:func:`load_suite`), or a bundled name or path.
         out: output folder; finished runs are cached in ``out/runs/<key>.json``.
-        jobs: worker processes (default ``os.cpu_count()``); 1 runs in this process.
+        jobs: worker processes (default ``os.cpu_count()``); 1 runs in this process. With
+            ``ray="local"``: the CPUs of the local Ray instance.
         progress: show a rich progress bar on stderr.
         on_done: called with every record as it finishes (cached ones too).
+        ray: run the jobs as Ray tasks instead: ``"local"``, ``"auto"``, ``"HOST:PORT"`` or
+            ``"ray://HOST:PORT"`` (see :mod:`ccgym.bench.ray_runner`).
     """
     if not isinstance(suite, dict):
         suite = load_suite(suite)
@@ -291,13 +321,17 @@ def run_suite(
 
     try:
         n_workers = min(jobs or os.cpu_count() or 1, max(len(todo), 1))
-        if n_workers <= 1:
+        if ray is not None:
+            from ccgym.bench.ray_runner import run_on_ray
+
+            run_on_ray(run_job, [(j, _job_args(j)) for j in todo], finish, ray, num_cpus=jobs)
+        elif n_workers <= 1:
             for job in todo:
-                finish(job, run_job(job.scenario, job.overrides, job.method))
+                finish(job, run_job(*_job_args(job)))
         else:
             with ProcessPoolExecutor(max_workers=n_workers) as pool:
                 pending: dict[Future[dict[str, Any]], Job] = {
-                    pool.submit(run_job, j.scenario, j.overrides, j.method): j for j in todo
+                    pool.submit(run_job, *_job_args(j)): j for j in todo
                 }
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -1,5 +1,10 @@
 """Bench tables: one row per (scenario, method), mean and min-max over seeds, Pareto marks,
-published numbers beside ccgym's; rich (terminal), Markdown and CSV."""
+published numbers beside ccgym's; rich (terminal), Markdown and CSV.
+
+Two layouts (:class:`TableSpec`), chosen by a suite's ``table`` key: ``standard`` (SU / FR / Jain /
+QL / drops, the paper's Table 2/3 beside) for many-to-one and all-to-all, and ``long-short`` (RT /
+DR / LBW / short-message FCT, :mod:`ccgym.bench.longshort`, the paper's long-short table beside).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,12 @@ import io
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ccgym.bench.pareto import METRICS, pareto_mask
+from ccgym._errors import ScenarioError
+from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, METRICS, Band, pareto_mask
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -20,20 +27,83 @@ else:  # pragma: no cover
 
 PUBLISHED_FILE = Path(__file__).parent / "published.toml"
 
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("SU", "SU %", ".1f"),
-    ("FR", "FR %", ".1f"),
-    ("jain", "Jain", ".3f"),
-    ("QL", "QL us", ".2f"),
-    ("drops_mb", "drops MB", ".2f"),
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What a bench table shows and how it marks the Pareto front."""
+
+    name: str
+    columns: tuple[tuple[str, str, str], ...]
+    """(metric key, column title, format) of the metric columns, in order."""
+    metrics: Mapping[str, Band]
+    """Pareto metrics: name -> (direction, tolerance band); see :mod:`ccgym.bench.pareto`."""
+    published_fields: tuple[str, ...]
+    """What the entries of a published list are, e.g. ``("SU", "FR", "QL")``."""
+    published_title: str
+    """Title of the published column."""
+    published_source: str
+    """Where the published numbers come from, for the Markdown note."""
+    extra: tuple[str, ...] = ()
+    """Further metrics aggregated like the columns, written to the CSV only."""
+
+
+STANDARD = TableSpec(
+    name="standard",
+    columns=(
+        ("SU", "SU %", ".1f"),
+        ("FR", "FR %", ".1f"),
+        ("jain", "Jain", ".3f"),
+        ("QL", "QL us", ".2f"),
+        ("drops_mb", "drops MB", ".2f"),
+    ),
+    metrics=METRICS,
+    published_fields=("SU", "FR", "QL"),
+    published_title="paper SU / FR / QL",
+    published_source="the ADPG paper's Table 2/3 (SU % / FR % / QL us)",
 )
-"""(metric key, column title, format) of the table's metric columns."""
+
+LONG_SHORT = TableSpec(
+    name="long-short",
+    columns=(
+        ("RT", "RT s", ".1e"),
+        ("DR", "DR Gb/s", ".2f"),
+        ("LBW", "LBW %", ".1f"),
+        ("FCT", "FCT us", ".0f"),
+        ("FCT_p99", "FCT p99 us", ".0f"),
+        ("msgs_done", "done %", ".0f"),
+        ("SU", "SU %", ".1f"),
+    ),
+    metrics=LONG_SHORT_METRICS,
+    published_fields=("RT", "DR", "LBW"),
+    published_title="paper RT / DR / LBW",
+    published_source="the ADPG paper's long-short table (RT s / DR / LBW %)",
+    extra=("RT_periods", "RT_recovered", "LBW_goodput"),
+)
+
+TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (STANDARD, LONG_SHORT)}
+"""The table layouts by name (a suite's ``table`` key)."""
+
+COLUMNS = STANDARD.columns
+"""(metric key, column title, format) of the standard table's metric columns."""
 
 PARETO_MARK = "*"
 
 
+def table_spec(name: str | None) -> TableSpec:
+    """The table layout called ``name`` (None: ``standard``)."""
+    try:
+        return TABLES[name or STANDARD.name]
+    except KeyError:
+        raise ScenarioError(
+            f"unknown bench table {name!r}; use one of {', '.join(map(repr, TABLES))}"
+        ) from None
+
+
 def load_published(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    """The paper's numbers: ``{"m2o-128": {"dcqcn": [SU, FR, QL] or "packet loss"}, ...}``."""
+    """The paper's numbers: ``{"m2o-128": {"dcqcn": [SU, FR, QL] or "packet loss"}, ...}``.
+
+    Long-short tables (``ls-N``) hold ``[RT, DR, LBW]`` instead.
+    """
     return tomllib.loads(Path(path or PUBLISHED_FILE).read_text())
 
 
@@ -54,14 +124,16 @@ def build_rows(
     records: Iterable[Mapping[str, Any]],
     *,
     published: Mapping[str, Mapping[str, Any]] | None = None,
-    metrics: Mapping[str, tuple[str, float]] | None = None,
+    metrics: Mapping[str, Band] | None = None,
+    spec: TableSpec = STANDARD,
 ) -> list[dict[str, Any]]:
     """Aggregate run records into one row per (scenario label, method), in suite order.
 
-    A row has ``scenario``, ``method``, ``seeds``, for every metric ``M`` the mean ``M`` and
-    ``M_min`` / ``M_max`` over seeds (None when no seed has it), ``pareto`` (not dominated by
-    another method on the same scenario, over the means) and ``published`` (the paper's
-    [SU, FR, QL], ``"packet loss"``, or None).
+    A row has ``scenario``, ``method``, ``seeds``, for every metric ``M`` of ``spec`` the mean
+    ``M`` and ``M_min`` / ``M_max`` over seeds (None when no seed has it), ``pareto`` (not
+    dominated by another method on the same scenario, over the means, on ``metrics``, by default
+    ``spec.metrics``) and ``published`` (the paper's list, e.g. [SU, FR, QL], a note such as
+    ``"packet loss"``, or None).
     """
     published = load_published() if published is None else published
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
@@ -70,7 +142,7 @@ def build_rows(
     rows = []
     for (label, method), recs in groups.items():
         row: dict[str, Any] = {"scenario": label, "method": method, "seeds": len(recs)}
-        for key, _, _ in COLUMNS:
+        for key in (*(k for k, _, _ in spec.columns), *spec.extra):
             vals = [v for v in (_finite(r["metrics"].get(key)) for r in recs) if v is not None]
             row[key] = sum(vals) / len(vals) if vals else None
             row[f"{key}_min"] = min(vals) if vals else None
@@ -82,7 +154,7 @@ def build_rows(
     for i, row in enumerate(rows):
         by_scenario.setdefault(row["scenario"], []).append(i)
     for idx in by_scenario.values():
-        mask = pareto_mask([rows[i] for i in idx], metrics or METRICS)
+        mask = pareto_mask([rows[i] for i in idx], metrics or spec.metrics)
         for i, keep in zip(idx, mask, strict=True):
             rows[i]["pareto"] = keep
     return rows
@@ -100,7 +172,7 @@ def _cell(row: Mapping[str, Any], key: str, spec: str) -> str:
 
 
 def published_text(pub: Any) -> str:
-    """``"92 / 95 / 8"``, ``"packet loss"`` or ``""``."""
+    """``"92 / 95 / 8"``, ``"6e-07 / 0 / 97"``, ``"packet loss"`` or ``""``."""
     if pub is None:
         return ""
     if isinstance(pub, str):
@@ -108,10 +180,12 @@ def published_text(pub: Any) -> str:
     return " / ".join(f"{x:g}" for x in pub)
 
 
-def table_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def table_cells(
+    rows: Sequence[Mapping[str, Any]], spec: TableSpec = STANDARD
+) -> tuple[list[str], list[list[str]]]:
     """Header and string cells of the table (mean, and (min–max) over seeds when > 1)."""
-    header = ["scenario", "method", "seeds", *(t for _, t, _ in COLUMNS), "Pareto"]
-    header.append("paper SU / FR / QL")
+    header = ["scenario", "method", "seeds", *(t for _, t, _ in spec.columns), "Pareto"]
+    header.append(spec.published_title)
     cells = []
     for row in rows:
         cells.append(
@@ -119,7 +193,7 @@ def table_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list
                 row["scenario"],
                 row["method"],
                 str(row["seeds"]),
-                *(_cell(row, k, spec) for k, _, spec in COLUMNS),
+                *(_cell(row, key, fmt) for key, _, fmt in spec.columns),
                 PARETO_MARK if row.get("pareto") else "",
                 published_text(row.get("published")),
             ]
@@ -127,11 +201,13 @@ def table_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list
     return header, cells
 
 
-def rich_table(rows: Sequence[Mapping[str, Any]], title: str = "") -> Any:
+def rich_table(
+    rows: Sequence[Mapping[str, Any]], title: str = "", spec: TableSpec = STANDARD
+) -> Any:
     """The table as a :class:`rich.table.Table`; a rule between scenarios."""
     from rich.table import Table
 
-    header, cells = table_cells(rows)
+    header, cells = table_cells(rows, spec)
     table = Table(title=title or None, title_justify="left")
     for i, col in enumerate(header):
         table.add_column(col, justify="left" if i < 2 else "right", no_wrap=True)
@@ -142,29 +218,49 @@ def rich_table(rows: Sequence[Mapping[str, Any]], title: str = "") -> Any:
     return table
 
 
-def markdown_table(rows: Sequence[Mapping[str, Any]], title: str = "") -> str:
+def _band_text(band: Band) -> str:
+    tol = f"±{band[1]:g}"
+    if len(band) > 2 and band[2]:
+        tol = f"±max({band[1]:g}, {band[2] * 100:g} %)"
+    return tol
+
+
+def pareto_note(spec: TableSpec = STANDARD) -> str:
+    """One sentence: which directions are better and the tolerance bands of ``spec``."""
+    higher = [k for k, band in spec.metrics.items() if band[0] == HIGHER]
+    lower = [k for k, band in spec.metrics.items() if band[0] != HIGHER]
+    parts = [f"{', '.join(higher)} higher" if higher else "", f"{', '.join(lower)} lower"]
+    return (
+        f"{PARETO_MARK} = not dominated by another method on the same scenario "
+        f"({' and '.join(p for p in parts if p)} are better; tolerance bands "
+        + ", ".join(f"{k} {_band_text(band)}" for k, band in spec.metrics.items())
+        + ")."
+    )
+
+
+def markdown_table(
+    rows: Sequence[Mapping[str, Any]], title: str = "", spec: TableSpec = STANDARD
+) -> str:
     """The table as GitHub Markdown."""
-    header, cells = table_cells(rows)
+    header, cells = table_cells(rows, spec)
     lines = [f"## {title}", ""] if title else []
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(header))) + "|")
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in line) + " |" for line in cells]
     lines += [
         "",
-        f"{PARETO_MARK} = not dominated by another method on the same scenario "
-        "(SU, FR higher and QL, drops lower are better; tolerance bands "
-        + ", ".join(f"{k} ±{tol:g}" for k, (_, tol) in METRICS.items())
-        + "). Paper: the ADPG paper's Table 2/3 (SU % / FR % / QL us), where it has the entry.",
+        f"{pareto_note(spec)} Paper: {spec.published_source}, where it has the entry.",
     ]
     return "\n".join(lines) + "\n"
 
 
-def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
+def csv_text(rows: Sequence[Mapping[str, Any]], spec: TableSpec = STANDARD) -> str:
     """The table as CSV with raw numbers (mean, min, max per metric)."""
     fields = ["scenario", "method", "seeds"]
-    for key, _, _ in COLUMNS:
+    for key in (*(k for k, _, _ in spec.columns), *spec.extra):
         fields += [key, f"{key}_min", f"{key}_max"]
-    fields += ["pareto", "paper_SU", "paper_FR", "paper_QL", "paper_note"]
+    paper = [f"paper_{f}" for f in spec.published_fields]
+    fields += ["pareto", *paper, "paper_note"]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
@@ -173,18 +269,20 @@ def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
         out["pareto"] = int(bool(row.get("pareto")))
         pub = row.get("published")
         if isinstance(pub, list):
-            out.update(paper_SU=pub[0], paper_FR=pub[1], paper_QL=pub[2])
+            out.update(zip(paper, pub, strict=True))
         elif isinstance(pub, str):
             out["paper_note"] = pub
         writer.writerow(out)
     return buf.getvalue()
 
 
-def write_tables(rows: Sequence[Mapping[str, Any]], out: str | Path, title: str = "") -> list[Path]:
+def write_tables(
+    rows: Sequence[Mapping[str, Any]], out: str | Path, title: str = "", spec: TableSpec = STANDARD
+) -> list[Path]:
     """Write ``table.md`` and ``table.csv`` under ``out``; return their paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     md, cs = out / "table.md", out / "table.csv"
-    md.write_text(markdown_table(rows, title))
-    cs.write_text(csv_text(rows))
+    md.write_text(markdown_table(rows, title, spec))
+    cs.write_text(csv_text(rows, spec))
     return [md, cs]
