@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ccgym._errors import ScenarioError
 from ccgym.bench.pareto import HIGHER, LOWER, METRICS, compare, dominates, pareto_front, pareto_mask
 from ccgym.bench.runner import bundled_suites, load_suite, run_suite, suite_jobs
 from ccgym.bench.tables import build_rows, csv_text, load_published, markdown_table, paper_method
@@ -111,7 +112,22 @@ def test_bundled_suites_load() -> None:
     assert len(m2o["scenario"]) == 12
     quick = load_suite("quick")
     assert "policy:adpg-default" in quick["methods"]
-    assert len(suite_jobs(quick)) == 3 * 6
+    assert len(suite_jobs(quick)) == 3 * len(quick["methods"])
+    classic = ["dcqcn", "hpcc", "swift", "timely", "dctcp", "policy:adpg-default"]
+    assert quick["methods"][:6] == classic
+
+
+def test_optional_methods_join_only_when_they_can_run(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'methods = ["dcqcn"]\n'
+        'optional_methods = ["policy:no-such-policy", "hpcc", "dcqcn", "policy:adpg-default"]\n'
+        '[[scenario]]\nscenario = "adpg-m2o-2"\n'
+    )
+    assert load_suite(path)["methods"] == ["dcqcn", "hpcc", "policy:adpg-default"]
+    path.write_text('methods = ["a"]\noptional_methods = "hpcc"\n[[scenario]]\nscenario = "x"\n')
+    with pytest.raises(ScenarioError, match="optional_methods"):
+        load_suite(path)
 
 
 def test_unknown_suite() -> None:

@@ -5,6 +5,7 @@ A suite is TOML::
     name = "quick"
     seeds = [1]
     methods = ["dcqcn", "policy:adpg-default"]   # classic CC names, or policy:NAME|PATH
+    optional_methods = ["policy:rlcc-public"]    # optional: added when they can run here
     overrides = ["duration=60ms"]                # optional, applied to every scenario first
     table = "standard"         # optional: "standard" (SU / FR / QL / drops) or "long-short"
                                # (RT / DR / LBW / message FCT, ccgym.bench.longshort)
@@ -104,6 +105,12 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
         raise ScenarioError(f"{path}: seeds must be a non-empty list of integers")
     if not isinstance(methods, list) or not methods or not all(isinstance(m, str) for m in methods):
         raise ScenarioError(f"{path}: methods must be a non-empty list of names")
+    optional = suite.get("optional_methods", [])
+    if not isinstance(optional, list) or not all(isinstance(m, str) for m in optional):
+        raise ScenarioError(f"{path}: optional_methods must be a list of names")
+    # Optional methods join when they can run here: a policy whose file is present (rlcc-public
+    # comes from the shared anchors folder, which not every machine has).
+    suite["methods"] = methods + [m for m in optional if m not in methods and _available(m)]
     if not isinstance(scenarios, list) or not scenarios:
         raise ScenarioError(f"{path}: a suite needs at least one [[scenario]]")
     try:
@@ -117,6 +124,19 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
         if sc["scenario"].endswith(".toml") and local.is_file():
             sc["scenario"] = str(local.resolve())
     return suite
+
+
+def _available(method: str) -> bool:
+    """Whether a method can run on this machine (a ``policy:`` method needs its file)."""
+    if not method.startswith(POLICY_PREFIX):
+        return True
+    from ccgym.policies import policy_path
+
+    try:
+        policy_path(method[len(POLICY_PREFIX) :])
+    except (ScenarioError, FileNotFoundError, OSError):
+        return False
+    return True
 
 
 def suite_jobs(suite: dict[str, Any]) -> list[Job]:
