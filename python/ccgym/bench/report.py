@@ -17,7 +17,7 @@ import datetime as _dt
 import html
 import os
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from ccgym.bench.plots import (
     scale_figure,
     scale_groups,
 )
-from ccgym.bench.runner import RunStats, _load_cached, code_version, suite_jobs
+from ccgym.bench.runner import RunStats, _load_cached, code_version, progress_bar, suite_jobs
 from ccgym.bench.series import load_series, series_path
 from ccgym.bench.tables import (
     PARETO_MARK,
@@ -230,7 +230,7 @@ def write_report(
     groups = scale_groups(scenarios)
 
     total = len(groups) + sum(len(v) for v in shown.values())
-    step = _progress(suite["name"], total) if progress else None
+    step = progress_bar(f"report {suite['name']}", total) if progress else None
     try:
         scale_html = []
         for g in groups:
@@ -312,32 +312,6 @@ def write_report(
     tmp.write_text("\n".join(p for p in parts if p) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
-
-
-def _progress(name: str, total: int) -> Callable[[str | None], None]:
-    """A rich progress bar on stderr; call the result per figure, and with None at the end."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(
-        TextColumn(f"[bold]report {name}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[last]}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    bar.start()
-    task = bar.add_task("figures", total=total, last="")
-
-    def step(last: str | None) -> None:
-        if last is None:
-            bar.stop()
-        else:
-            bar.update(task, advance=1, last=last)
-
-    return step
 
 
 def rebuild_report(

@@ -262,6 +262,33 @@ def _save(path: Path, rec: dict[str, Any]) -> None:
     tmp.replace(path)  # atomic: an interrupted run never leaves a half-written cache entry
 
 
+def progress_bar(title: str, total: int) -> Callable[[str | None], None]:
+    """A rich progress bar on stderr; call the result with a label per finished item, and with
+    None at the end."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn(f"[bold]{title}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[last]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    bar.start()
+    task = bar.add_task(title, total=total, last="")
+
+    def step(last: str | None) -> None:
+        if last is None:
+            bar.stop()
+        else:
+            bar.update(task, advance=1, last=last)
+
+    return step
+
+
 def run_suite(
     suite: dict[str, Any] | str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -302,28 +329,7 @@ def run_suite(
         elif all(job.key != j.key for j in todo):
             todo.append(job)
 
-    bar, task = None, None
-    if progress:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        bar = Progress(
-            TextColumn(f"[bold]bench {suite['name']}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[last]}"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        bar.start()
-        task = bar.add_task("runs", total=len(todo), last="")
+    step = progress_bar(f"bench {suite['name']}", len(todo)) if progress else None
 
     def finish(job: Job, out_: dict[str, Any]) -> None:
         series = out_.pop("series", None)
@@ -334,8 +340,8 @@ def run_suite(
         records[job.key] = rec
         stats.ran += 1
         stats.ran_keys.append(job.key)
-        if bar is not None and task is not None:
-            bar.update(task, advance=1, last=f"{job.label} / {job.method} / seed {job.seed}")
+        if step is not None:
+            step(f"{job.label} / {job.method} / seed {job.seed}")
         if on_done is not None:
             on_done(rec)
 
@@ -358,8 +364,8 @@ def run_suite(
                     for fut in done:
                         finish(pending.pop(fut), fut.result())
     finally:
-        if bar is not None:
-            bar.stop()
+        if step is not None:
+            step(None)
     stats.wall_s = time.perf_counter() - t0
     # label and published come from the suite as it is now (a cache entry may predate a rename)
     result = [
