@@ -271,6 +271,98 @@ def test_native_int8_matches_numpy_emulation(
         assert hi <= fct <= lo
 
 
+def _edge_obs(rng: np.random.Generator, n: int, inputs: int) -> np.ndarray:
+    """Random observations plus awkward ones: zeros of both signs, exact halves of the int8
+    grid, values far outside the calibration range, infinities."""
+    x = rng.normal(0, 2, (n, inputs)).astype(np.float32)
+    special = np.array(
+        [0.0, -0.0, 1e30, -np.inf, np.inf, 0.5 / 63.5, -2.5 / 63.5, 126.5 / 63.5], np.float32
+    )
+    rows = np.tile(np.float32(0.3), (len(special), inputs))
+    for i, v in enumerate(special):
+        rows[i, i % inputs] = v
+    return np.concatenate([x, rows, np.zeros((1, inputs), np.float32)])
+
+
+@pytest.mark.parametrize(
+    ("sizes", "bias", "hidden"),
+    [
+        ((4, 12, 12, 1), False, "relu"),
+        ((4, 12, 12, 1), True, "relu"),
+        ((5, 17, 3), True, "none"),
+        ((3, 40, 7, 2), True, "relu"),
+        ((256, 9, 1), False, "relu"),
+    ],
+)
+def test_native_int8_is_bit_identical_to_numpy(
+    sizes: tuple[int, ...], bias: bool, hidden: str
+) -> None:
+    rng = np.random.default_rng(len(sizes) * 100 + sizes[1])
+    layers = []
+    for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        w = rng.normal(0, 1 / np.sqrt(n_in), (n_out, n_in))
+        w[0, 0] = 0.0
+        b = rng.normal(0, 0.1, n_out) if bias else None
+        if b is not None:
+            b[0] = -0.0
+        layers.append((w, b, hidden if i < len(sizes) - 2 else "none"))
+    amax = [2.0, 1.5, 3.0, 0.0][: len(layers)]  # 0: no calibration, scale 1
+    pol = P.mlp_policy(layers, "none", input_amax=amax)
+    x = _edge_obs(rng, 2000, sizes[0])
+    native, ref = P.native_forward(pol, x, "int8"), P.forward(pol, x, "int8")
+    np.testing.assert_array_equal(native.view(np.uint32), ref.view(np.uint32))
+    # float32 is the same network to rounding (the sums are taken in another order).
+    finite = np.isfinite(x).all(axis=1) & (np.abs(x) < 1e6).all(axis=1)
+    np.testing.assert_allclose(
+        P.native_forward(pol, x[finite]), P.forward(pol, x[finite]), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_native_int8_bundled_policy_bit_identical() -> None:
+    pol = P.load_policy("adpg-default")
+    rng = np.random.default_rng(11)
+    x = _edge_obs(rng, 5000, P.policy_inputs(pol))
+    x[:5000, [0, 2]] = np.abs(x[:5000, [0, 2]]) * 0.2 + 0.85  # multipliers near 1
+    x[:5000, [1, 3]] *= 10.0  # ADPG errors over several magnitudes
+    pre = dict(pol, output="none")
+    native, ref = P.native_forward(pre, x, "int8"), P.forward(pre, x, "int8")
+    np.testing.assert_array_equal(native.view(np.uint32), ref.view(np.uint32))
+    # With the tanh output: the C library's tanh against numpy's, a few ulp apart at most.
+    np.testing.assert_array_max_ulp(P.native_forward(pol, x, "int8"), P.forward(pol, x, "int8"), 4)
+
+
+def test_native_int8_bit_identical_on_recorded_observations(
+    rlcc: dict[str, Any], recorded: np.ndarray
+) -> None:
+    q = dict(P.with_calibration(rlcc, recorded), output="none")
+    native, ref = P.native_forward(q, recorded, "int8"), P.forward(q, recorded, "int8")
+    np.testing.assert_array_equal(native.view(np.uint32), ref.view(np.uint32))
+
+
+def test_quantise_definition() -> None:
+    v = np.array(
+        [0.5, 1.5, 2.5, -2.5, 0.49999997, 0.4999999, -0.4, 126.5, 127.4, 1e30, -np.inf, np.nan],
+        np.float32,
+    )
+    assert P.quantise(v).tolist() == [1, 2, 3, -3, 1, 0, 0, 127, 127, 127, -127, 0]
+
+
+def test_native_decision_cost_reports_both_precisions() -> None:
+    from ccgym.perf import native_decision_ns
+
+    row = native_decision_ns(iterations=2000, rounds=3)
+    assert row["policy"] == "adpg-default" and row["layers"] == [4, 12, 12, 1]
+    ns = row["ns_per_decision"]
+    assert set(ns) == {"float32", "int8"}
+    assert all(0 < t["min"] <= t["median"] for t in ns.values())
+    assert row["int8_vs_float32"]["min"] == pytest.approx(ns["int8"]["min"] / ns["float32"]["min"])
+    # A policy without int8 calibration: float32 only.
+    plain = P.mlp_policy([(np.ones((1, 4)), None, "none")], "tanh")
+    assert set(native_decision_ns(plain, iterations=100, rounds=1)["ns_per_decision"]) == {
+        "float32"
+    }
+
+
 # --------------------------------------------------------------------------- files and names
 
 

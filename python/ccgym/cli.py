@@ -229,6 +229,8 @@ def cmd_perf(args: argparse.Namespace) -> int:
 
     if args.agent:
         return _perf_agent(args)
+    if args.policy is not None:
+        return _perf_policy(args)
     flows = args.flows or list(STANDARD_FLOWS)
     ccs = ["line_rate"] + [c for c in args.cc or [] if c != "line_rate"]
     err = Console(stderr=True)
@@ -259,25 +261,65 @@ def cc_table(catalogue: list[tuple[str, str, list[tuple[str, str, str]]]]) -> Ta
     return table
 
 
+def native_policy_table(row: dict[str, Any]) -> Table:
+    """The native decision cost of a policy (:func:`ccgym.perf.native_decision_ns`)."""
+    shape = "-".join(str(n) for n in row["layers"])
+    table = Table(
+        title=f"native decision cost: {row['policy']} ({shape})",
+        caption=f"{row['rounds']} rounds × {row['iterations']:,} decisions, precisions alternated",
+    )
+    for title in ("precision", "min ns", "median ns", "vs float32 (min / median)"):
+        table.add_column(title, justify="right")
+    ns = row["ns_per_decision"]
+    for p, t in ns.items():
+        ratio = " / ".join(f"{t[k] / ns['float32'][k]:.2f}×" for k in ("min", "median"))
+        table.add_row(p, _num(t["min"], ".1f"), _num(t["median"], ".1f"), ratio)
+    return table
+
+
+def _native_line(row: dict[str, Any]) -> str:
+    ns = row["ns_per_decision"]
+    text = f"native policy {row['policy']}: " + ", ".join(
+        f"{p} {t['min']:.1f} ns/decision" for p, t in ns.items()
+    )
+    if "int8_vs_float32" in row:
+        text += f" (int8 / float32 {row['int8_vs_float32']['min']:.2f})"
+    return text
+
+
+def _perf_policy(args: argparse.Namespace) -> int:
+    """``ccgym perf --policy [NAME]``: native decision cost, float32 and int8 side by side."""
+    from ccgym.perf import native_decision_ns
+
+    with Console(stderr=True).status(f"perf --policy: {args.policy} ..."):
+        row = native_decision_ns(args.policy)
+    if args.json:
+        print(json.dumps(row, indent=2))
+    else:
+        _stdout().print(native_policy_table(row))
+    return 0
+
+
 def _perf_agent(args: argparse.Namespace) -> int:
     """``ccgym perf --agent``: decisions per second through the bridge, native decision cost."""
-    from ccgym.perf import AGENT_DELAYS, measure_agent, native_decision_ns
+    from ccgym.perf import AGENT_DELAYS, NATIVE_POLICY, measure_agent, native_decision_ns
 
     flows = (args.flows or [1024])[0]
     delays = args.delays or list(AGENT_DELAYS)
+    policy_name = args.policy or NATIVE_POLICY
     err = Console(stderr=True)
     rows = []
     with err.status("") as status:
-        for policy in (None, args.policy):
+        for policy in (None, policy_name):
             for d in delays:
                 status.update(f"perf --agent: {policy or 'controller'}, policy delay {d} ...")
                 rows.append(
                     measure_agent(d, flows=flows, duration=args.agent_duration, policy=policy)
                 )
         status.update("perf --agent: native policy ...")
-        native_ns = native_decision_ns()
+        native_row = native_decision_ns(policy_name)
     if args.json:
-        print(json.dumps({"bridge": rows, "native_ns_per_decision": native_ns}, indent=2))
+        print(json.dumps({"bridge": rows, "native": native_row}, indent=2))
         return 0
     table = Table(title=f"ccgym perf --agent: PyTorch MLP policy, pool of 2 × {flows}-to-1 incasts")
     for title in (
@@ -304,10 +346,7 @@ def _perf_agent(args: argparse.Namespace) -> int:
         )
     out = _stdout()
     out.print(table)
-    out.print(
-        "native policy (RL-CC MLP 4-12-12-1): "
-        + ", ".join(f"{p} {ns:.1f} ns/decision" for p, ns in native_ns.items())
-    )
+    out.print(_native_line(native_row))
     return 0
 
 
@@ -602,9 +641,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--policy",
-        default="adpg-default",
+        nargs="?",
+        const="adpg-default",
         metavar="NAME",
-        help="--agent: also measure with this policy's weights and [agent] table",
+        help="time one native decision of this policy (default adpg-default), float32 and int8 "
+        "side by side; with --agent, also measure the bridge with its weights and [agent] table",
     )
     p.add_argument(
         "--agent-duration",

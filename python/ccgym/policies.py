@@ -181,14 +181,20 @@ def _dumps(policy: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- numpy inference
 
 
-def _round_half_away(x: np.ndarray) -> np.ndarray:
-    """Rust's ``f32::round`` (halves away from zero), in float32."""
-    return (np.sign(x) * np.floor(np.abs(x) + np.float32(0.5))).astype(np.float32)
+def quantise(v: Any) -> np.ndarray:
+    """int8 values (as int64) of float32 values: ``sign(v) floor(min(|v|, 127) + 0.5)`` with
+    the addition in float32, i.e. clamped to [-127, 127] and rounded half away from zero; NaN
+    gives 0. The simulator's definition, bit for bit."""
+    v = np.asarray(v, dtype=np.float32)
+    q = np.floor(np.minimum(np.abs(v), np.float32(127.0)) + np.float32(0.5))
+    q = np.where(np.isnan(v), np.float32(0.0), np.where(v < 0, -q, q))
+    return q.astype(np.int64)
 
 
 def _act(x: np.ndarray, name: str) -> np.ndarray:
     if name == "relu":
-        return np.maximum(x, np.float32(0.0))
+        # As the simulator: max(x, 0) with NaN giving 0 and -0 giving +0.
+        return np.where(x > 0, x, np.float32(0.0)).astype(np.float32)
     if name == "tanh":
         return np.tanh(x)
     return x
@@ -214,9 +220,14 @@ def forward(policy: Mapping[str, Any], obs: Any, precision: str = "float32") -> 
     Args:
         policy: a policy dict.
         obs: observations, shape ``(K, inputs)`` or ``(inputs,)``.
-        precision: ``"float32"``, or ``"int8"`` to emulate the simulator's int8 path (per-layer
-            input scale 127 / input_amax, per-row weight scale 127 / max |row|, integer
-            accumulation, float bias and activation).
+        precision: ``"float32"``, or ``"int8"`` for the simulator's int8 arithmetic, which this
+            function defines together with ``crates/sim/src/policy.rs`` (the two agree bit for
+            bit): per layer, input scale ``s = 127 / input_amax`` (1 if that is not positive
+            and finite), row scales ``s_r = 127 / max |row|`` (1 for a zero row), int8 values
+            :func:`quantise` ``(x s)`` and ``(w s_r)``, exact integer accumulation, then
+            ``acc * (1 / (s s_r)) + b`` in float32 (a bias of -0 counting as +0) and the
+            activation. float32 inference agrees with the simulator to rounding (the sums are
+            taken in another order).
 
     Returns:
         The outputs, shape ``(K, outputs)`` (float32).
@@ -240,12 +251,31 @@ def forward(policy: Mapping[str, Any], obs: Any, precision: str = "float32") -> 
             w_scale = np.where(
                 row_amax > 0, np.float32(127.0) / np.where(row_amax > 0, row_amax, 1), 1
             ).astype(np.float32)
-            wq = np.clip(_round_half_away(w * w_scale[:, None]), -127, 127).astype(np.int64)
-            xq = np.clip(_round_half_away(x * in_scale), -127, 127).astype(np.int64)
+            wq = quantise(w * w_scale[:, None])
+            xq = quantise(x * in_scale)
             acc = (xq @ wq.T).astype(np.float32)
-            y = (acc / (in_scale * w_scale) + b).astype(np.float32)
+            dequant = (np.float32(1.0) / (in_scale * w_scale)).astype(np.float32)
+            y = (acc * dequant + (b + np.float32(0.0))).astype(np.float32)
         x = _act(y, la.get("activation", "none"))
     return _act(x, policy.get("output", "none")).astype(np.float32)
+
+
+def native_forward(
+    policy: str | os.PathLike[str] | Mapping[str, Any], obs: Any, precision: str = "float32"
+) -> np.ndarray:
+    """Evaluate a policy (name, path or dict) on a batch of observations with the simulator's
+    own inference (float32 or int8), as a flow running it would; shape ``(K, outputs)``.
+
+    int8 agrees with :func:`forward` bit for bit, apart from a ``tanh`` activation (the
+    simulator's comes from the C library, numpy's from numpy; they can differ in the last bits).
+    """
+    from ccgym.runner import native
+
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    text = json.dumps(load_policy(policy))
+    x = np.ascontiguousarray(np.atleast_2d(np.asarray(obs, dtype=np.float32)))
+    return np.asarray(native().policy_forward(text, x, precision))
 
 
 def multiplier(a: Any, inc: float = 0.2, dec: float = 0.2) -> np.ndarray:

@@ -7,7 +7,7 @@
 
 use ccgym_sim::sim::Batch;
 use ccgym_sim::{Column, Simulation as Core};
-use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -351,18 +351,51 @@ impl Pool {
     }
 }
 
-/// Times the native evaluation of a policy file's network: mean nanoseconds
-/// per forward pass over `iterations` passes on varied inputs.
-#[pyfunction]
-#[pyo3(signature = (policy_json, iterations = 1_000_000, precision = "float32"))]
-fn bench_policy(py: Python<'_>, policy_json: &str, iterations: u64, precision: &str) -> PyResult<f64> {
+/// A policy file's network for native evaluation in `precision` (`float32` or `int8`).
+fn load_mlp(policy_json: &str, precision: &str) -> PyResult<ccgym_sim::policy::Mlp> {
     use ccgym_sim::policy::{Mlp, Precision};
     let precision = match precision {
         "float32" => Precision::Float32,
         "int8" => Precision::Int8,
         other => return Err(PyValueError::new_err(format!("precision must be float32 or int8, not {other:?}"))),
     };
-    let mlp = Mlp::from_json(policy_json, precision).map_err(PyValueError::new_err)?;
+    Mlp::from_json(policy_json, precision).map_err(PyValueError::new_err)
+}
+
+/// Evaluates a policy file's network natively, as the simulator does, on each row of
+/// `obs` (K x inputs, float32); returns the outputs (K x outputs, float32).
+#[pyfunction]
+#[pyo3(signature = (policy_json, obs, precision = "float32"))]
+fn policy_forward<'py>(
+    py: Python<'py>,
+    policy_json: &str,
+    obs: PyReadonlyArray2<'py, f32>,
+    precision: &str,
+) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    let mlp = load_mlp(policy_json, precision)?;
+    let obs = obs.as_array();
+    let (k, n_in, n_out) = (obs.nrows(), mlp.inputs(), mlp.outputs());
+    if obs.ncols() != n_in {
+        return Err(PyValueError::new_err(format!("the policy takes {n_in} inputs, obs has {} columns", obs.ncols())));
+    }
+    let mut out = vec![0.0f32; k * n_out];
+    let mut scratch = vec![0.0f32; mlp.scratch_len()];
+    let mut x = vec![0.0f32; n_in];
+    for (row, o) in obs.rows().into_iter().zip(out.chunks_exact_mut(n_out.max(1))) {
+        for (xi, v) in x.iter_mut().zip(row) {
+            *xi = *v;
+        }
+        mlp.forward(&x, o, &mut scratch);
+    }
+    out.into_pyarray(py).reshape([k, n_out])
+}
+
+/// Times the native evaluation of a policy file's network: mean nanoseconds
+/// per forward pass over `iterations` passes on varied inputs.
+#[pyfunction]
+#[pyo3(signature = (policy_json, iterations = 1_000_000, precision = "float32"))]
+fn bench_policy(py: Python<'_>, policy_json: &str, iterations: u64, precision: &str) -> PyResult<f64> {
+    let mlp = load_mlp(policy_json, precision)?;
     py.detach(move || {
         let n_in = mlp.inputs();
         let mut scratch = vec![0.0f32; mlp.scratch_len()];
@@ -408,5 +441,6 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Pool>()?;
     m.add_function(wrap_pyfunction!(cc_catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(bench_policy, m)?)?;
+    m.add_function(wrap_pyfunction!(policy_forward, m)?)?;
     Ok(())
 }

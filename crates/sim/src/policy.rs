@@ -11,10 +11,25 @@
 //! ```
 //!
 //! `weight` is `[out][in]` (PyTorch `Linear` layout). Activations: `relu`, `tanh` or `none`;
-//! `output` is applied to the last layer's result. int8 inference quantises each layer's
-//! input with one symmetric scale (127 / `input_amax[l]`, calibrated on recorded
-//! observations), each weight row with its own scale (127 / max |row|), accumulates in
-//! int32, and rescales to float before the bias and the activation.
+//! `output` is applied to the last layer's result.
+//!
+//! float32 inference computes each output as `b + w_0 x_0 + w_1 x_1 + ...`, in that order.
+//!
+//! int8 inference quantises each layer's input with one symmetric scale (calibrated on
+//! recorded observations) and each weight row with its own, accumulates in int32, and
+//! rescales to float before the bias and the activation. Exactly, for layer `l` (f32
+//! arithmetic throughout):
+//!
+//! * `q(v) = sign(v) floor(min(|v|, 127) + 0.5)`: an int8 value, rounded half away from
+//!   zero (NaN gives 0);
+//! * input scale `s = 127 / input_amax[l]` (1 if that is not positive and finite), row scale
+//!   `s_r = 127 / max_j |w_rj|` (1 for a zero row);
+//! * `acc_r = sum_j q(w_rj s_r) q(x_j s)`, exact (int32);
+//! * `y_r = acc_r (1 / (s s_r)) + b_r`, the reciprocal computed once (a bias of -0 counts
+//!   as +0), then the activation.
+//!
+//! `ccgym.policies.forward(policy, obs, "int8")` is the Python reference of the same
+//! arithmetic; the two agree bit for bit (up to the libm `tanh` of a `tanh` activation).
 
 use serde::Deserialize;
 
@@ -84,27 +99,368 @@ struct MlpFile {
     meta: Option<serde_json::Value>,
 }
 
-/// Outputs are computed in lanes of this many (weights padded with zeros), a
-/// fixed trip count the compiler turns into SIMD.
-const LANES: usize = 8;
+/// Four f32 lanes, the unit of SIMD work: SSE2 intrinsics on x86-64 (where SSE2 is
+/// part of the baseline, so any x86-64 build can use it), a lane-by-lane array elsewhere.
+/// Both give the same results bit for bit (each operation is one IEEE float operation
+/// per lane, or a comparison or a bit operation); a test checks it.
+mod simd {
+    #[cfg(target_arch = "x86_64")]
+    pub use sse2::F4;
 
-/// One dense layer. Weights are kept transposed ([in][out], outputs padded to
-/// a multiple of [`LANES`]) so that the inner loop runs over independent
-/// outputs and vectorises, instead of one long dependent chain per output.
+    #[cfg(not(target_arch = "x86_64"))]
+    pub use portable::F4;
+
+    /// 2^23: `(t + 2^23) - 2^23` rounds `0 <= t < 2^23` to an integer (ties to even).
+    #[cfg(any(test, not(target_arch = "x86_64")))]
+    const MAGIC: f32 = 8_388_608.0;
+
+    #[cfg(target_arch = "x86_64")]
+    mod sse2 {
+        use std::arch::x86_64::*;
+
+        /// Four f32 lanes in an SSE register.
+        ///
+        /// SAFETY (every `unsafe` block of this module): the intrinsics need SSE2, which
+        /// every x86-64 CPU has (it is part of the target's baseline), and `load` / `store`
+        /// access exactly the four floats of the array reference they are given.
+        #[derive(Clone, Copy, Debug)]
+        pub struct F4(__m128);
+
+        impl F4 {
+            #[inline(always)]
+            pub fn zero() -> F4 {
+                F4(unsafe { _mm_setzero_ps() })
+            }
+
+            #[inline(always)]
+            pub fn splat(v: f32) -> F4 {
+                F4(unsafe { _mm_set1_ps(v) })
+            }
+
+            #[inline(always)]
+            pub fn load(a: &[f32; 4]) -> F4 {
+                F4(unsafe { _mm_loadu_ps(a.as_ptr()) })
+            }
+
+            #[inline(always)]
+            pub fn store(self, a: &mut [f32; 4]) {
+                unsafe { _mm_storeu_ps(a.as_mut_ptr(), self.0) }
+            }
+
+            #[inline(always)]
+            pub fn add(self, o: F4) -> F4 {
+                F4(unsafe { _mm_add_ps(self.0, o.0) })
+            }
+
+            #[inline(always)]
+            pub fn mul(self, o: F4) -> F4 {
+                F4(unsafe { _mm_mul_ps(self.0, o.0) })
+            }
+
+            /// `if v > 0 { v } else { 0 }` per lane.
+            #[inline(always)]
+            pub fn relu(self) -> F4 {
+                F4(unsafe { _mm_and_ps(_mm_cmpgt_ps(self.0, _mm_setzero_ps()), self.0) })
+            }
+
+            /// [`super::portable::F4::quantise`], in SSE2. After the clamp `t` is in
+            /// [0.5, 127.5], where truncation to int32 and back is exactly `floor(t)`.
+            #[inline(always)]
+            pub fn quantise(self) -> F4 {
+                unsafe {
+                    let v = self.0;
+                    let sign = _mm_set1_ps(-0.0);
+                    // minps gives its second operand when the first is NaN: 127.
+                    let a = _mm_min_ps(_mm_andnot_ps(sign, v), _mm_set1_ps(127.0));
+                    let t = _mm_add_ps(a, _mm_set1_ps(0.5));
+                    let f = _mm_cvtepi32_ps(_mm_cvttps_epi32(t));
+                    let q = _mm_or_ps(f, _mm_and_ps(v, sign));
+                    F4(_mm_and_ps(q, _mm_cmpord_ps(v, v)))
+                }
+            }
+
+            /// [`super::portable::F4::relu_quantise`], in SSE2.
+            #[inline(always)]
+            pub fn relu_quantise(self) -> F4 {
+                unsafe {
+                    // maxps gives its second operand when the first is NaN, or both are zeros: +0.
+                    let a = _mm_max_ps(self.0, _mm_setzero_ps());
+                    let a = _mm_min_ps(a, _mm_set1_ps(127.0));
+                    let t = _mm_add_ps(a, _mm_set1_ps(0.5));
+                    F4(_mm_cvtepi32_ps(_mm_cvttps_epi32(t)))
+                }
+            }
+        }
+    }
+
+    #[cfg(any(test, not(target_arch = "x86_64")))]
+    pub mod portable {
+        use super::MAGIC;
+
+        /// `floor(a + 0.5)` (the addition in f32) for `0 <= a <= 127`.
+        #[inline(always)]
+        fn floor_half_up(a: f32) -> f32 {
+            let t = a + 0.5;
+            let r = (t + MAGIC) - MAGIC; // t rounded to an integer (ties to even)
+            r - if r > t { 1.0 } else { 0.0 }
+        }
+
+        /// Four f32 lanes in an array (the compiler vectorises what it can).
+        #[derive(Clone, Copy, Debug)]
+        pub struct F4([f32; 4]);
+
+        impl F4 {
+            #[inline(always)]
+            fn map(self, f: impl Fn(f32) -> f32) -> F4 {
+                F4([f(self.0[0]), f(self.0[1]), f(self.0[2]), f(self.0[3])])
+            }
+
+            #[inline(always)]
+            pub fn zero() -> F4 {
+                F4([0.0; 4])
+            }
+
+            #[inline(always)]
+            pub fn splat(v: f32) -> F4 {
+                F4([v; 4])
+            }
+
+            #[inline(always)]
+            pub fn load(a: &[f32; 4]) -> F4 {
+                F4(*a)
+            }
+
+            #[inline(always)]
+            pub fn store(self, a: &mut [f32; 4]) {
+                *a = self.0;
+            }
+
+            #[inline(always)]
+            pub fn add(self, o: F4) -> F4 {
+                F4([self.0[0] + o.0[0], self.0[1] + o.0[1], self.0[2] + o.0[2], self.0[3] + o.0[3]])
+            }
+
+            #[inline(always)]
+            pub fn mul(self, o: F4) -> F4 {
+                F4([self.0[0] * o.0[0], self.0[1] * o.0[1], self.0[2] * o.0[2], self.0[3] * o.0[3]])
+            }
+
+            /// `if v > 0 { v } else { 0 }` per lane: `max(v, 0)`, NaN giving 0.
+            #[inline(always)]
+            pub fn relu(self) -> F4 {
+                self.map(|v| if v > 0.0 { v } else { 0.0 })
+            }
+
+            /// The int8 value of each lane: clamped to [-127, 127] and rounded to the
+            /// nearest integer, halves away from zero, as `sign(v) * floor(min(|v|, 127) + 0.5)`
+            /// with the addition in f32 (as the Python reference `ccgym.policies.forward`);
+            /// NaN gives 0. No float-to-int conversion (Rust's saturating one does not
+            /// vectorise): `floor(t)` is `t` rounded to an integer, less one if that went up.
+            #[inline(always)]
+            pub fn quantise(self) -> F4 {
+                self.map(|v| {
+                    let a = v.abs();
+                    let a = if a < 127.0 { a } else { 127.0 }; // NaN gives 127, cleared below
+                    if v.is_nan() {
+                        0.0
+                    } else {
+                        floor_half_up(a).copysign(v)
+                    }
+                })
+            }
+
+            /// `relu(v)` quantised: `floor(min(max(v, 0), 127) + 0.5)`, NaN giving 0. The
+            /// same as [`F4::quantise`] of [`F4::relu`], and for a scale `s > 0` the same
+            /// as `relu(y) * s` quantised when `self` is `y * s` (`max(y s, 0) = max(y, 0) s`).
+            #[inline(always)]
+            pub fn relu_quantise(self) -> F4 {
+                self.map(|v| {
+                    let a = if v > 0.0 { v } else { 0.0 };
+                    floor_half_up(if a < 127.0 { a } else { 127.0 })
+                })
+            }
+        }
+    }
+}
+
+use simd::F4;
+
+/// Lanes of an [`F4`].
+const LANES: usize = 4;
+
+/// Output blocks of [`LANES`] computed together, their accumulators held in registers.
+const TILE: usize = 4;
+
+/// The int8 value of `v` (see `F4::quantise`).
+fn quantise(v: f32) -> f32 {
+    let mut q = [0f32; LANES];
+    F4::splat(v).quantise().store(&mut q);
+    q[0]
+}
+
+/// Up to [`TILE`] blocks of [`LANES`] outputs of a layer, computed together.
+#[derive(Clone, Debug)]
+struct Tile {
+    /// Blocks used, 1 to [`TILE`].
+    blocks: usize,
+    /// For each input, the tile's `blocks` blocks of weights (float32: the weights;
+    /// int8: the int8 weights, as integer-valued floats).
+    weight: Vec<F4>,
+    bias: [F4; TILE],
+    /// int8: 1 / (input scale x row scale) per output.
+    dequant: [F4; TILE],
+}
+
+impl Tile {
+    /// The tile's outputs `act(W x + b)` into `y` (one block per used block); for int8
+    /// `x` is the quantised input, and with `quant` the outputs are stored quantised
+    /// with that scale (the next layer's input).
+    #[inline(always)]
+    fn eval(&self, x: &[f32], y: &mut [[f32; LANES]], precision: Precision, relu: bool, quant: Option<f32>) {
+        match (precision, self.blocks) {
+            (Precision::Float32, 1) => self.eval_n::<1, 1>(x, y, precision, relu, quant),
+            (Precision::Float32, 2) => self.eval_n::<2, 1>(x, y, precision, relu, quant),
+            (Precision::Float32, 3) => self.eval_n::<3, 1>(x, y, precision, relu, quant),
+            (Precision::Float32, _) => self.eval_n::<TILE, 1>(x, y, precision, relu, quant),
+            (Precision::Int8, 1) => self.eval_n::<1, 4>(x, y, precision, relu, quant),
+            (Precision::Int8, 2) => self.eval_n::<2, 4>(x, y, precision, relu, quant),
+            (Precision::Int8, 3) => self.eval_n::<3, 4>(x, y, precision, relu, quant),
+            (Precision::Int8, _) => self.eval_n::<TILE, 2>(x, y, precision, relu, quant),
+        }
+    }
+
+    /// [`Tile::eval`] for `B` blocks, summing in `S` (1 to 4) independent partial sums:
+    /// input `j` goes to sum `j mod S`, then the sums are added pairwise.
+    ///
+    /// float32 uses one: each output is `b + w_0 x_0 + w_1 x_1 + ...` in that order.
+    /// int8 computes the integer products and sums in f32, which is exact: each product
+    /// is an integer of magnitude <= 127 x 127 and each partial sum one of magnitude
+    /// <= 256 x 127 x 127 < 2^24 (at most 256 inputs), so every addition is exact and
+    /// the result is the int32 accumulation bit for bit, in any order; several partial
+    /// sums shorten the chain of dependent additions. Then `acc x dequant + b`.
+    #[inline(always)]
+    fn eval_n<const B: usize, const S: usize>(
+        &self,
+        x: &[f32],
+        y: &mut [[f32; LANES]],
+        precision: Precision,
+        relu: bool,
+        quant: Option<f32>,
+    ) {
+        let mut acc = [[F4::zero(); B]; S];
+        let (rows, _) = self.weight.as_chunks::<B>();
+        let (xs, x_rest) = x.as_chunks::<S>();
+        let (ws, w_rest) = rows.as_chunks::<S>();
+        let mut chunks = xs.iter().zip(ws);
+        match precision {
+            Precision::Float32 => acc[0].copy_from_slice(&self.bias[..B]),
+            Precision::Int8 => {
+                // Start from the first products rather than 0 + product: a sum can then be
+                // -0 where the int32 one is 0, which `+ bias` (zeros stored as +0) makes +0.
+                if let Some((xs, ws)) = chunks.next() {
+                    for s in 0..S {
+                        let xv = F4::splat(xs[s]);
+                        for b in 0..B {
+                            acc[s][b] = ws[s][b].mul(xv);
+                        }
+                    }
+                }
+            }
+        }
+        for (xs, ws) in chunks {
+            for s in 0..S {
+                let xv = F4::splat(xs[s]);
+                for b in 0..B {
+                    acc[s][b] = acc[s][b].add(ws[s][b].mul(xv));
+                }
+            }
+        }
+        for (s, (&xj, wj)) in x_rest.iter().zip(w_rest).enumerate() {
+            let xv = F4::splat(xj);
+            for b in 0..B {
+                acc[s][b] = acc[s][b].add(wj[b].mul(xv));
+            }
+        }
+        let mut v = acc[0];
+        for b in 0..B {
+            v[b] = match S {
+                1 => acc[0][b],
+                2 => acc[0][b].add(acc[1][b]),
+                3 => acc[0][b].add(acc[1][b]).add(acc[2][b]),
+                _ => acc[0][b].add(acc[1][b]).add(acc[2][b].add(acc[3][b])),
+            };
+        }
+        // The epilogue in stages, each a fixed number of block operations.
+        if precision == Precision::Int8 {
+            for ((vb, dq), bias) in v.iter_mut().zip(&self.dequant).zip(&self.bias) {
+                *vb = vb.mul(*dq).add(*bias);
+            }
+        }
+        match (relu, quant) {
+            (true, Some(q)) => {
+                let q = F4::splat(q);
+                for vb in v.iter_mut() {
+                    *vb = vb.mul(q).relu_quantise();
+                }
+            }
+            (true, None) => {
+                for vb in v.iter_mut() {
+                    *vb = vb.relu();
+                }
+            }
+            (false, Some(q)) => {
+                let q = F4::splat(q);
+                for vb in v.iter_mut() {
+                    *vb = vb.mul(q).quantise();
+                }
+            }
+            (false, None) => {}
+        }
+        let y: &mut [[f32; LANES]; B] = y.first_chunk_mut().expect("a tile's outputs fit the scratch space");
+        for b in 0..B {
+            v[b].store(&mut y[b]);
+        }
+    }
+}
+
+/// One dense layer: its outputs in tiles of up to [`TILE`] blocks of [`LANES`] (padded
+/// with zeros). Weights are kept transposed so that the inner loop runs over independent
+/// outputs in SIMD registers, not along one dependent chain per output.
 #[derive(Clone, Debug)]
 struct Layer {
     inputs: usize,
     outputs: usize,
-    /// `outputs` rounded up to a multiple of [`LANES`].
-    padded: usize,
-    weight_t: Vec<f32>,
-    bias: Vec<f32>,
+    /// `outputs` in blocks of [`LANES`], rounded up.
+    blocks: usize,
+    tiles: Vec<Tile>,
     act: Activation,
-    // int8 form, also [in][out]
-    w_q_t: Vec<i32>,
-    /// 1 / (input scale x row scale), per output.
-    dequant: Vec<f32>,
+    /// int8: the input scale, 127 / `input_amax`.
     in_scale: f32,
+}
+
+impl Layer {
+    /// `y = act(W x + b)` into the first `blocks` blocks of `y`; for int8 `x` is the
+    /// quantised input, and with `quant` the outputs are stored quantised with that scale.
+    #[inline(always)]
+    fn eval(&self, x: &[f32], y: &mut [[f32; LANES]], precision: Precision, quant: Option<f32>) {
+        let x = &x[..self.inputs];
+        let relu = self.act == Activation::Relu;
+        let tanh = self.act == Activation::Tanh;
+        let fused = if tanh { None } else { quant };
+        for (t, y) in self.tiles.iter().zip(y.chunks_mut(TILE)) {
+            t.eval(x, y, precision, relu, fused);
+        }
+        if tanh {
+            for v in y.as_flattened_mut()[..self.outputs].iter_mut() {
+                *v = v.tanh();
+            }
+            if let Some(s) = quant {
+                for q in y[..self.blocks].iter_mut() {
+                    F4::load(q).mul(F4::splat(s)).quantise().store(q);
+                }
+            }
+        }
+    }
 }
 
 /// Numeric precision of native inference.
@@ -122,6 +478,7 @@ pub struct Mlp {
     layers: Vec<Layer>,
     output: Activation,
     precision: Precision,
+    /// Floats in each half of the scratch space: whole blocks of [`LANES`].
     width: usize,
 }
 
@@ -155,27 +512,15 @@ impl Mlp {
                     return Err(format!("layer {i}: takes {inputs} inputs but the previous layer gives {p}"));
                 }
             }
-            let bias = l.bias.clone().unwrap_or_else(|| vec![0.0; outputs]);
+            let mut bias = l.bias.clone().unwrap_or_else(|| vec![0.0; outputs]);
             if bias.len() != outputs {
                 return Err(format!("layer {i}: bias has {} values for {outputs} outputs", bias.len()));
             }
-            let weight: Vec<f32> = l.weight.iter().flatten().copied().collect();
-            if weight.iter().chain(&bias).any(|v| !v.is_finite()) {
+            if l.weight.iter().flatten().chain(&bias).any(|v| !v.is_finite()) {
                 return Err(format!("layer {i}: weights must be finite"));
             }
-            let padded = outputs.div_ceil(LANES) * LANES;
-            let mut weight_t = vec![0f32; inputs * padded];
-            let mut w_q_t = vec![0i32; inputs * padded];
-            let mut w_scale = vec![1.0f32; outputs];
-            for (r, row) in weight.chunks_exact(inputs).enumerate() {
-                let amax = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-                let s = if amax > 0.0 { 127.0 / amax } else { 1.0 };
-                w_scale[r] = s;
-                for (j, v) in row.iter().enumerate() {
-                    weight_t[j * padded + r] = *v;
-                    // int8 values, widened once here so the hot loop does no conversions.
-                    w_q_t[j * padded + r] = (v * s).round().clamp(-127.0, 127.0) as i32;
-                }
+            if precision == Precision::Int8 && (inputs > 256 || outputs > 256) {
+                return Err("int8 inference supports at most 256 inputs and outputs per layer".into());
             }
             let in_scale = match &f.int8 {
                 Some(q) => {
@@ -188,29 +533,65 @@ impl Mlp {
                 }
                 None => 1.0,
             };
-            let mut dequant: Vec<f32> = w_scale.iter().map(|ws| 1.0 / (in_scale * ws)).collect();
-            dequant.resize(padded, 0.0);
-            let mut bias = bias;
-            bias.resize(padded, 0.0);
+            if precision == Precision::Int8 {
+                // -0 as +0: the same sums (the int32 sum is never -0), and `acc + b` is then
+                // +0 for an `acc` of either zero (see `Tile::eval_n`).
+                for b in bias.iter_mut().filter(|b| **b == 0.0) {
+                    *b = 0.0;
+                }
+            }
+            let blocks = outputs.div_ceil(LANES);
+            let padded = blocks * LANES;
+            // The weights as used, transposed ([in][out], outputs padded with zeros; int8:
+            // quantised with the row's scale), and the int8 dequantisation per output.
+            let mut wt = vec![0f32; inputs * padded];
+            let mut dequant = vec![0f32; padded];
+            for (r, row) in l.weight.iter().enumerate() {
+                let s = match precision {
+                    Precision::Float32 => None,
+                    Precision::Int8 => {
+                        let amax = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                        let s = if amax > 0.0 { 127.0 / amax } else { 1.0 };
+                        dequant[r] = 1.0 / (in_scale * s);
+                        Some(s)
+                    }
+                };
+                for (col, v) in wt.chunks_exact_mut(padded).zip(row) {
+                    col[r] = s.map_or(*v, |s| quantise(v * s));
+                }
+            }
+            let per_output = |v: &[f32], first: usize| -> [F4; TILE] {
+                std::array::from_fn(|b| {
+                    F4::load(&std::array::from_fn(|k| v.get(first + b * LANES + k).copied().unwrap_or(0.0)))
+                })
+            };
+            let tiles = (0..blocks)
+                .step_by(TILE)
+                .map(|t| {
+                    let n = (blocks - t).min(TILE);
+                    let cols = t * LANES..(t + n) * LANES;
+                    let weight =
+                        wt.chunks_exact(padded).flat_map(|col| col[cols.clone()].as_chunks().0).map(F4::load).collect();
+                    Tile {
+                        blocks: n,
+                        weight,
+                        bias: per_output(&bias, t * LANES),
+                        dequant: per_output(&dequant, t * LANES),
+                    }
+                })
+                .collect();
             layers.push(Layer {
                 inputs,
                 outputs,
-                padded,
-                weight_t,
-                bias,
+                blocks,
+                tiles,
                 act: Activation::parse(&l.activation).map_err(|e| format!("layer {i}: {e}"))?,
-                w_q_t,
-                dequant,
                 in_scale,
             });
             prev = Some(outputs);
         }
-        let width = layers.iter().map(|l| l.inputs.max(l.padded)).max().unwrap_or(1);
-        let mlp = Mlp { layers, output: Activation::parse(&f.output)?, precision, width };
-        if precision == Precision::Int8 && !mlp.int8_supported() {
-            return Err("int8 inference supports at most 256 inputs and outputs per layer".into());
-        }
-        Ok(mlp)
+        let width = layers.iter().map(|l| l.inputs.div_ceil(LANES).max(l.blocks)).max().unwrap_or(1) * LANES;
+        Ok(Mlp { layers, output: Activation::parse(&f.output)?, precision, width })
     }
 
     /// Number of inputs.
@@ -223,65 +604,43 @@ impl Mlp {
         self.layers[self.layers.len() - 1].outputs
     }
 
-    /// Evaluates the network on `x`, writing the outputs into `out`; `scratch`
-    /// must hold at least `2 x width` floats (see [`Mlp::scratch_len`]).
+    /// Evaluates the network on `x` (at least [`Mlp::inputs`] values), writing the
+    /// outputs into `out`; `scratch` must hold at least [`Mlp::scratch_len`] floats.
     pub fn forward(&self, x: &[f32], out: &mut [f32], scratch: &mut [f32]) {
-        let (a, b) = scratch.split_at_mut(self.width);
-        a[..x.len()].copy_from_slice(x);
+        // Two halves of whole blocks; each layer reads one and writes the other.
+        let (a, b) = scratch[..2 * self.width].as_chunks_mut::<LANES>().0.split_at_mut(self.width / LANES);
         let (mut cur, mut next) = (a, b);
-        for l in &self.layers {
-            let y = &mut next[..l.padded];
-            match self.precision {
-                Precision::Float32 => {
-                    for (lane, (ys, bs)) in y.chunks_exact_mut(LANES).zip(l.bias.chunks_exact(LANES)).enumerate() {
-                        let mut acc = [0f32; LANES];
-                        acc.copy_from_slice(bs);
-                        for (j, xj) in cur[..l.inputs].iter().enumerate() {
-                            let w = &l.weight_t[j * l.padded + lane * LANES..][..LANES];
-                            for k in 0..LANES {
-                                acc[k] += w[k] * xj;
-                            }
-                        }
-                        ys.copy_from_slice(&acc);
-                    }
-                }
-                Precision::Int8 => {
-                    // Quantise the input once; small layers use a stack buffer.
-                    let mut small = [0i32; 32];
-                    let mut big = Vec::new();
-                    let xq: &mut [i32] = if l.inputs <= 32 {
-                        &mut small[..l.inputs]
-                    } else {
-                        big.resize(l.inputs, 0);
-                        &mut big
-                    };
-                    for (q, xj) in xq.iter_mut().zip(&cur[..l.inputs]) {
-                        // Round half away from zero without a libm call.
-                        let v = (xj * l.in_scale).clamp(-127.0, 127.0);
-                        *q = (v + 0.5f32.copysign(v)) as i32;
-                    }
-                    for (lane, ys) in y.chunks_exact_mut(LANES).enumerate() {
-                        let mut acc = [0i32; LANES];
-                        for (j, &q) in xq.iter().enumerate() {
-                            let w = &l.w_q_t[j * l.padded + lane * LANES..][..LANES];
-                            for k in 0..LANES {
-                                acc[k] += w[k] * q;
-                            }
-                        }
-                        let base = lane * LANES;
-                        for k in 0..LANES {
-                            ys[k] = acc[k] as f32 * l.dequant[base + k] + l.bias[base + k];
-                        }
-                    }
+        let x = &x[..self.inputs()];
+        match self.precision {
+            Precision::Float32 => {
+                for (i, l) in self.layers.iter().enumerate() {
+                    let input = if i == 0 { x } else { cur.as_flattened() };
+                    l.eval(input, next, Precision::Float32, None);
+                    std::mem::swap(&mut cur, &mut next);
                 }
             }
-            for yr in y[..l.outputs].iter_mut() {
-                *yr = l.act.apply(*yr);
+            Precision::Int8 => {
+                // The network input, quantised into `cur`; each layer then stores its
+                // outputs quantised for the next one.
+                let s = self.layers[0].in_scale;
+                let (full, rest) = x.as_chunks::<LANES>();
+                for (q, v) in cur.iter_mut().zip(full) {
+                    F4::load(v).mul(F4::splat(s)).quantise().store(q);
+                }
+                if !rest.is_empty() {
+                    for (q, v) in cur[full.len()].iter_mut().zip(rest) {
+                        *q = quantise(v * s);
+                    }
+                }
+                for (i, l) in self.layers.iter().enumerate() {
+                    let quant = self.layers.get(i + 1).map(|n| n.in_scale);
+                    l.eval(cur.as_flattened(), next, Precision::Int8, quant);
+                    std::mem::swap(&mut cur, &mut next);
+                }
             }
-            std::mem::swap(&mut cur, &mut next);
         }
         let n = self.outputs();
-        for (o, v) in out.iter_mut().zip(&cur[..n]) {
+        for (o, v) in out.iter_mut().zip(&cur.as_flattened()[..n]) {
             *o = self.output.apply(*v);
         }
     }
@@ -336,5 +695,216 @@ mod tests {
         assert!(Mlp::from_json(&ragged, Precision::Float32).unwrap_err().contains("rectangular"));
         let mismatch = NET.replace("[[1.0, 1.0]]", "[[1.0, 1.0, 1.0]]");
         assert!(Mlp::from_json(&mismatch, Precision::Float32).unwrap_err().contains("previous layer"));
+    }
+
+    /// A random network `sizes[0] -> sizes[1] -> ...` as a policy file, and its layers
+    /// (weight [out][in], bias, activation).
+    type Spec = Vec<(Vec<Vec<f32>>, Vec<f32>, &'static str)>;
+
+    fn random_net(seed: u64, sizes: &[usize], bias: bool, hidden: &'static str) -> (String, Spec, Vec<f32>) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut spec: Spec = Vec::new();
+        for (i, w) in sizes.windows(2).enumerate() {
+            let (n_in, n_out) = (w[0], w[1]);
+            let scale = 1.0 / (n_in as f32).sqrt();
+            let mut weight: Vec<Vec<f32>> =
+                (0..n_out).map(|_| (0..n_in).map(|_| rng.random_range(-2.0..2.0f32) * scale).collect()).collect();
+            weight[0][0] = 0.0; // zeros and a -0 among the weights
+            if n_in > 1 {
+                weight[0][1] = -0.0;
+            }
+            let mut b: Vec<f32> = (0..n_out).map(|_| if bias { rng.random_range(-0.2..0.2f32) } else { 0.0 }).collect();
+            b[0] = -0.0;
+            let act = if i + 2 < sizes.len() { hidden } else { "none" };
+            spec.push((weight, b, act));
+        }
+        let amax: Vec<f32> = (0..spec.len()).map(|i| [2.0, 1.5, 3.0, 0.0][i % 4]).collect(); // 0: scale 1
+        let layers: Vec<serde_json::Value> =
+            spec.iter().map(|(w, b, a)| serde_json::json!({"weight": w, "bias": b, "activation": a})).collect();
+        let json = serde_json::json!({"format": "ccgym-mlp", "version": 1, "layers": layers,
+            "output": "none", "int8": {"input_amax": amax}});
+        (json.to_string(), spec, amax)
+    }
+
+    fn act(name: &str, v: f32) -> f32 {
+        match name {
+            "relu" => v.max(0.0),
+            "tanh" => v.tanh(),
+            _ => v,
+        }
+    }
+
+    /// The documented int8 value, with libm's floor and an i32 result.
+    fn q_ref(v: f32) -> i32 {
+        if v.is_nan() {
+            0
+        } else {
+            ((v.abs().min(127.0) + 0.5).floor() as i32) * if v.is_sign_negative() { -1 } else { 1 }
+        }
+    }
+
+    /// Observations: random values, and the awkward ones (ties, huge, NaN, +-0).
+    fn inputs(seed: u64, n: usize) -> Vec<Vec<f32>> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+        let special = [0.0, -0.0, 0.5 / 63.5, -2.5 / 63.5, 1e30, -f32::INFINITY, f32::NAN, 0.49999997 / 63.5];
+        let mut xs: Vec<Vec<f32>> =
+            (0..200).map(|_| (0..n).map(|_| rng.random_range(-3.0..3.0f32)).collect()).collect();
+        for (i, v) in special.iter().enumerate() {
+            xs.push((0..n).map(|j| if j % special.len() == i { *v } else { 0.3 }).collect());
+        }
+        xs.push(vec![0.0; n]);
+        xs
+    }
+
+    fn run(m: &Mlp, x: &[f32]) -> Vec<f32> {
+        let mut out = vec![0.0; m.outputs()];
+        let mut s = vec![f32::NAN; m.scratch_len()]; // stale scratch must not matter
+        m.forward(x, &mut out, &mut s);
+        out
+    }
+
+    const SHAPES: &[&[usize]] = &[&[4, 12, 12, 1], &[5, 17, 3], &[3, 40, 7, 2], &[256, 9, 1], &[2, 1]];
+
+    #[test]
+    fn float32_is_the_ordered_sum() {
+        for (k, sizes) in SHAPES.iter().enumerate() {
+            for hidden in ["relu", "tanh", "none"] {
+                let (json, spec, _) = random_net(k as u64, sizes, true, hidden);
+                let m = Mlp::from_json(&json, Precision::Float32).unwrap();
+                for x in inputs(k as u64 + 100, sizes[0]).iter().filter(|x| x.iter().all(|v| v.is_finite())) {
+                    let mut h = x.clone();
+                    for (w, b, a) in &spec {
+                        h = w
+                            .iter()
+                            .zip(b)
+                            .map(|(row, b)| act(a, row.iter().zip(&h).fold(*b, |acc, (w, x)| acc + w * x)))
+                            .collect();
+                    }
+                    let got = run(&m, x);
+                    assert_eq!(
+                        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        h.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        "{sizes:?} {hidden} {x:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn int8_is_the_documented_arithmetic() {
+        for (k, sizes) in SHAPES.iter().enumerate() {
+            for (hidden, bias) in [("relu", false), ("relu", true), ("tanh", true), ("none", true)] {
+                let (json, spec, amax) = random_net(k as u64 + 10, sizes, bias, hidden);
+                let m = Mlp::from_json(&json, Precision::Int8).unwrap();
+                for x in inputs(k as u64 + 200, sizes[0]) {
+                    let mut h = x.clone();
+                    for ((w, b, a), amax) in spec.iter().zip(&amax) {
+                        let s_in = if *amax > 0.0 && amax.is_finite() { 127.0 / amax } else { 1.0 };
+                        let xq: Vec<i32> = h.iter().map(|v| q_ref(v * s_in)).collect();
+                        h = w
+                            .iter()
+                            .zip(b)
+                            .map(|(row, b)| {
+                                let row_amax = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                                let s = if row_amax > 0.0 { 127.0 / row_amax } else { 1.0 };
+                                let acc: i32 = row.iter().zip(&xq).map(|(w, x)| q_ref(w * s) * x).sum();
+                                act(a, acc as f32 * (1.0 / (s_in * s)) + (b + 0.0))
+                            })
+                            .collect();
+                    }
+                    let got = run(&m, &x);
+                    assert_eq!(
+                        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        h.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        "{sizes:?} {hidden} {x:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn quantise_rounds_half_away_from_zero() {
+        for (v, q) in [
+            (0.5, 1.0),
+            (1.5, 2.0),
+            (2.5, 3.0),
+            (-2.5, -3.0),
+            (0.49999997, 1.0), // |v| + 0.5 rounds to 1 in f32: the documented definition
+            (0.4999999, 0.0),
+            (-0.4, -0.0),
+            (126.5, 127.0),
+            (127.4, 127.0),
+            (1e30, 127.0),
+            (f32::NEG_INFINITY, -127.0),
+            (f32::NAN, 0.0),
+        ] {
+            assert_eq!(quantise(v).to_bits(), f32::to_bits(q), "q({v})");
+        }
+    }
+
+    #[test]
+    fn int8_exactness_limits_are_enforced() {
+        let (json, _, _) = random_net(1, &[257, 1], false, "none");
+        assert!(Mlp::from_json(&json, Precision::Int8).unwrap_err().contains("at most 256"));
+        assert!(Mlp::from_json(&json, Precision::Float32).is_ok());
+    }
+
+    /// The SSE2 lanes and the portable ones agree bit for bit.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sse2_matches_portable() {
+        use rand::{Rng, SeedableRng};
+        use simd::portable::F4 as P4;
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        let mut values = vec![
+            0.0f32,
+            -0.0,
+            0.5,
+            -0.5,
+            0.49999997,
+            1.5,
+            2.5,
+            -2.5,
+            126.5,
+            127.0,
+            127.5,
+            128.0,
+            -1e30,
+            1e-40,
+            -1e-40,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+        ];
+        values.extend((0..4000).map(|_| f32::from_bits(rng.random())));
+        values.extend((0..4000).map(|_| rng.random_range(-300.0..300.0f32)));
+        values.extend((0..1000).map(|i| (i as f32 - 500.0) * 0.25)); // halves and quarters
+        let bits = |a: [f32; 4]| a.map(f32::to_bits);
+        for w in values.chunks_exact(8) {
+            let (a, b): ([f32; 4], [f32; 4]) = (w[..4].try_into().unwrap(), w[4..].try_into().unwrap());
+            let (x, y, px, py) = (F4::load(&a), F4::load(&b), P4::load(&a), P4::load(&b));
+            let pairs = [
+                (x.add(y), px.add(py)),
+                (x.mul(y), px.mul(py)),
+                (x.relu(), px.relu()),
+                (x.quantise(), px.quantise()),
+                (x.relu_quantise(), px.relu_quantise()),
+                (F4::splat(w[0]), P4::splat(w[0])),
+                (F4::zero(), P4::zero()),
+            ];
+            for (k, (s, p)) in pairs.into_iter().enumerate() {
+                let (mut sa, mut pa) = ([0f32; 4], [0f32; 4]);
+                s.store(&mut sa);
+                p.store(&mut pa);
+                assert_eq!(bits(sa), bits(pa), "operation {k} on {a:?}, {b:?}");
+            }
+        }
     }
 }
