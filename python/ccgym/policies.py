@@ -576,8 +576,9 @@ def use_policy(
     """A copy of a scenario dict whose flows all run the native ``policy``.
 
     Sets ``[cc] algorithm = "agent"`` (every workload and flow) and the ``[agent]`` table:
-    the policy's own ``meta.agent`` (or the ADPG features when it has none), then ``agent``,
-    then ``policy = <absolute path>`` and ``precision``.
+    the policy's own ``meta.agent`` (or the ADPG features when it has none), then the
+    scenario's own ``[agent]`` entries (so that ``--set agent.KEY=VALUE`` reaches the run), then
+    ``agent``, then ``policy = <absolute path>`` and ``precision``.
 
     Args:
         scenario: a scenario dict (e.g. from :func:`ccgym.load_scenario`).
@@ -592,7 +593,8 @@ def use_policy(
     path = policy_path(policy)
     data = copy.deepcopy(dict(scenario))
     set_cc(data, "agent")
-    table = agent_table(load_policy(path), **dict(agent or {}))
+    own = scenario.get("agent")
+    table = agent_table(load_policy(path), **dict(own if isinstance(own, Mapping) else {}), **dict(agent or {}))
     table["policy"] = str(path)
     table["precision"] = precision
     data["agent"] = table

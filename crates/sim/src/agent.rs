@@ -65,6 +65,10 @@ pub struct AgentConfig {
     /// Rate a flow restarts at after a retransmission timeout, as a fraction of
     /// line rate (0 = the NIC's rate floor; 1 = keep the rate the agent had set).
     pub timeout_rate: f64,
+    /// `interval` trigger: skip a tick at which the flow has neither sent a
+    /// packet nor heard an ACK or NACK since its last decision (the monitor
+    /// interval goes on until it has).
+    pub require_feedback: bool,
 }
 
 impl Default for AgentConfig {
@@ -92,6 +96,7 @@ impl Default for AgentConfig {
             reward_scale: 1.0,
             initial_rate: 1.0,
             timeout_rate: 0.0,
+            require_feedback: false,
         }
     }
 }
@@ -229,6 +234,14 @@ pub struct AgentSpec {
     pub initial_rate: f64,
     /// Rate after a retransmission timeout, as a fraction of line rate (0 = floor, 1 = keep).
     pub timeout_rate: f64,
+    /// Interval ticks at which the flow has neither sent nor heard anything
+    /// since its last decision are skipped.
+    ///
+    /// Why: a flow far below its share (thousands of flows on one port) sends
+    /// a burst every few milliseconds; deciding at every tick would repeat one
+    /// stale measurement dozens of times and compound its action (1.2^40), so
+    /// that all such flows overshoot together.
+    pub require_feedback: bool,
 }
 
 impl AgentSpec {
@@ -327,6 +340,7 @@ impl AgentSpec {
             reward_scale: c.reward_scale,
             initial_rate: c.initial_rate,
             timeout_rate: c.timeout_rate,
+            require_feedback: c.require_feedback,
         })
     }
 
@@ -549,6 +563,16 @@ impl AgentCc {
         reward
     }
 
+    /// A NACK arrived: the packet whose arrival revealed the gap gives an RTT
+    /// sample (interval and ACK triggers). Without it, a flow that loses most
+    /// of its packets in a full queue hears no RTT and keeps judging the path
+    /// by its last (or base) RTT.
+    pub fn on_nack_rtt(&mut self, now: Time, rtt: Time) {
+        if self.spec.trigger != Trigger::Probe && rtt > 0 {
+            self.rtt_sample(now, rtt);
+        }
+    }
+
     /// The current observation (history rows, oldest first).
     pub fn observation(&self) -> &[f32] {
         &self.history
@@ -684,6 +708,9 @@ impl CongestionControl for AgentCc {
     fn on_timer(&mut self, ctx: &mut CcCtx) {
         if let Trigger::Interval(t) = self.spec.trigger {
             ctx.set_timer(next_tick(ctx.now, t));
+            if self.spec.require_feedback && self.rtt_n == 0 && self.sent_pkts == 0 && self.nacks == 0 {
+                return;
+            }
             self.decide(ctx);
         }
     }
@@ -741,6 +768,29 @@ mod tests {
         assert!((ctx.flow.rate - 25e9 / 1.1).abs() < 1.0);
         assert!(!a.outstanding);
         assert!((a.last_multiplier - 1.0 / 1.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_nack_gives_interval_agents_an_rtt_sample_but_not_probe_agents() {
+        let cfg = AgentConfig {
+            trigger: "interval".into(),
+            interval: Duration(10 * crate::units::US),
+            features: vec!["rtt_inflation".into()],
+            history: 1,
+            ..Default::default()
+        };
+        let mut a = AgentCc::new(Arc::new(AgentSpec::from_config(&cfg).unwrap()));
+        let mut f = ctl();
+        let mut ctx = CcCtx { now: 0, flow: &mut f };
+        a.on_start(&mut ctx);
+        ctx.now = 10_000_000;
+        // No ACK in the interval, one NACK whose packet waited in a queue: RTT = 5 x 8192 ns.
+        a.on_nack_rtt(ctx.now - 1, 5 * 8192 * NS);
+        a.on_timer(&mut ctx);
+        assert_eq!(a.observation(), &[5.0]);
+        let mut p = AgentCc::new(Arc::new(AgentSpec::from_config(&AgentConfig::default()).unwrap()));
+        p.on_nack_rtt(1, 5 * 8192 * NS);
+        assert_eq!(p.rtt_n, 0);
     }
 
     #[test]

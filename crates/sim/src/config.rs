@@ -279,6 +279,17 @@ pub struct HostConfig {
     pub max_outstanding: Bytes,
     /// Lowest rate a CC may set, as a fraction of the NIC line rate.
     pub min_rate_fraction: f64,
+    /// Latency jitter of the NIC's uplink, as a fraction of each packet's
+    /// serialization time: a packet reaches the switch up to that much later
+    /// (uniform, seeded; packets never overtake each other). 0 = exact timing.
+    ///
+    /// Why: senders at line rate are perfectly periodic in a continuous-time
+    /// model, so when their queue is full the slot a departure frees always goes
+    /// to the sender whose phase comes first, and the other senders lose every
+    /// packet (drop-tail lock-out). Real PHY/FEC latency varies by tens of
+    /// nanoseconds, which shuffles the winners; a fraction of one packet time is
+    /// enough to do the same here.
+    pub tx_jitter: f64,
 }
 
 impl Default for HostConfig {
@@ -293,6 +304,7 @@ impl Default for HostConfig {
             loss_recovery: "auto".into(),
             max_outstanding: Bytes(640 * 1024),
             min_rate_fraction: 64.0 / 1_048_576.0,
+            tx_jitter: 0.0,
         }
     }
 }

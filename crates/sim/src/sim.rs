@@ -20,7 +20,7 @@ use crate::policy::{Mlp, Precision};
 use crate::topology::{ecmp_index, NodeKind, Topology};
 use crate::units::{fmt_time, ser_time, Time, SEC, US};
 use crate::workload::{FlowSpec, WorkloadBuilder, UNLIMITED};
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::cmp::Reverse;
 use std::path::Path;
@@ -83,6 +83,8 @@ pub struct Simulation {
     pub pool: PacketPool,
     events: EventQueue,
     rng: Xoshiro256PlusPlus,
+    /// `host.tx_jitter` (read on every host transmission).
+    tx_jitter: f64,
     now: Time,
     end: Time,
     window: (Time, Time),
@@ -295,6 +297,7 @@ impl Simulation {
             pool: PacketPool::default(),
             events: EventQueue::default(),
             rng,
+            tx_jitter: sc.host.tx_jitter,
             now: 0,
             end,
             window,
@@ -579,7 +582,13 @@ impl Simulation {
         let ser = if pt.ps_per_byte > 0 { size * pt.ps_per_byte } else { ser_time(size, pt.rate_bps) };
         pt.busy_until = self.now + ser;
         pt.tx_bytes += size;
-        let arrival = self.now + ser + pt.delay;
+        let mut arrival = self.now + ser + pt.delay;
+        if pt.is_host && self.tx_jitter > 0.0 {
+            arrival += (self.rng.random::<f64>() * self.tx_jitter * ser as f64) as Time;
+            if let Some(&(last, _)) = pt.wire.back() {
+                arrival = arrival.max(last);
+            }
+        }
         let first = pt.wire.is_empty();
         pt.wire.push_back((arrival, pid));
         // A port with nothing else to send needs no wake-up when this packet
@@ -1047,12 +1056,16 @@ impl Simulation {
             }
             PacketKind::Ack => self.on_ack(pid),
             PacketKind::Nack => {
-                let (fid, seq) = {
+                let (fid, seq, ts) = {
                     let p = self.pool.get(pid);
-                    (p.flow, p.seq)
+                    (p.flow, p.seq, p.ts_tx)
                 };
                 self.pool.free(pid);
+                let now = self.now;
                 let f = &mut self.flows[fid as usize];
+                if let Cc::Agent(a) = &mut f.cc {
+                    a.on_nack_rtt(now, now.saturating_sub(ts));
+                }
                 f.nacks += 1;
                 f.mi_nacks += 1;
                 if seq >= f.ctl.snd_una && f.finished.is_none() {
@@ -1165,6 +1178,9 @@ impl Simulation {
         }
         if let Some(expected) = send_nack {
             let n = self.control_packet(fid, PacketKind::Nack, h, src, pk.nack, expected);
+            // The NACK echoes the timestamp of the packet that revealed the gap,
+            // as an ACK would (an RTT sample through the same queues).
+            self.pool.get_mut(n).ts_tx = ts;
             self.send_control(h, n);
         }
         if send_cnp {
@@ -1845,6 +1861,9 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
     }
     if !(h.min_rate_fraction > 0.0 && h.min_rate_fraction <= 1.0) {
         return e("host.min_rate_fraction", &h.min_rate_fraction, "must be in (0, 1]");
+    }
+    if !(0.0..=1.0).contains(&h.tx_jitter) {
+        return e("host.tx_jitter", &h.tx_jitter, "must be in [0, 1] (a fraction of a packet's serialization time)");
     }
     let m = &sc.metrics;
     if let Some([a, b]) = m.window {

@@ -218,3 +218,30 @@ fn after_a_timeout_an_agent_flow_restarts_at_timeout_rate() {
     let e = Simulation::from_json(&bad.to_string(), Path::new(".")).err().unwrap();
     assert!(e.to_string().starts_with("agent.timeout_rate"), "{e}");
 }
+
+#[test]
+fn require_feedback_skips_ticks_with_nothing_sent_or_heard() {
+    // One flow held at 10 Mb/s sends a 4 KiB burst every 3.3 ms; a 20 us grid has 500 ticks
+    // in 10 ms. Without news, a tick would only repeat the last measurement.
+    let decisions = |require: bool| {
+        let agent = json!({"trigger": "interval", "interval": "20us", "initial_rate": 1e-4,
+                           "require_feedback": require});
+        let w = json!({"kind": "flows", "flows": [{"src": 1, "dst": 0}]});
+        let mut sim = build(&scenario(agent, w, "10ms"));
+        let mut n = 0usize;
+        loop {
+            let over = sim.agent_step().unwrap();
+            let b = sim.batch().unwrap().clone();
+            n += b.done.iter().zip(&b.truncated).filter(|(d, t)| !**d && !**t).count();
+            sim.agent_act(&vec![0.0; b.len()]).unwrap();
+            if over {
+                return n;
+            }
+        }
+    };
+    let every_tick = decisions(false);
+    assert!(every_tick >= 490, "{every_tick} decisions on a 20 us grid over 10 ms");
+    // With news only: the tick after each burst (sent) and after its ACKs, about 3 bursts.
+    let with_news = decisions(true);
+    assert!((3..=12).contains(&with_news), "{with_news} decisions with require_feedback");
+}

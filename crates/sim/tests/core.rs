@@ -272,6 +272,7 @@ fn bad_inputs_get_one_clear_error_naming_field_and_value() {
         (with(&["cc", "algorithm"], json!("bbr9")), "cc.algorithm", "unknown congestion control"),
         (with(&["cc"], json!({"algorithm": "fixed_rate", "speed": 1})), "cc.speed", "unknown parameter"),
         (with(&["duration"], json!(0)), "duration", "must be positive"),
+        (with(&["host", "tx_jitter"], json!(1.5)), "host.tx_jitter", "must be in [0, 1]"),
         (with(&["metrics", "window"], json!(["2ms", "1ms"])), "metrics.window", "start must be before end"),
         (with(&["workload", "0", "flows_per_host"], json!(0)), "workload[0].flows_per_host", "at least 1"),
         (with(&["workload", "0", "class"], json!(3)), "workload[0].class", "data queue"),
@@ -354,4 +355,26 @@ fn paced_flows_of_a_host_that_also_receives_are_not_starved_by_its_acks() {
         let gbps = bytes * 8.0 / 2e-3 / 1e9;
         assert!(gbps > 0.9 * 20.0 * 1024.0 / 1072.0, "flow {}->{}: {gbps:.2} Gb/s", f.src, f.dst);
     }
+}
+
+/// Flows of a many-to-one start at line rate into a queue that stays full; returns how many
+/// flows had not a single packet reach the receiver (no in-order data, no NACK) by the end.
+fn locked_out_flows(tx_jitter: f64) -> usize {
+    let sim = run(json!({
+        "duration": "1ms", "seed": 3, "topology": star(33),
+        "switch": {"queue_cap": "200KiB"},
+        "host": {"rto": "50ms", "max_outstanding": "256KiB", "tx_jitter": tx_jitter},
+        "workload": [{"kind": "long", "receiver": 0, "start": ["0us", "200us"]}],
+    }));
+    sim.flows.iter().filter(|f| f.rcv_nxt == 0 && f.nacks == 0).count()
+}
+
+#[test]
+fn tx_jitter_ends_drop_tail_lock_out_of_periodic_line_rate_senders() {
+    // With exact timing, the slot each departure frees goes to the sender whose phase comes
+    // first, so late senders lose every packet of their window (and then wait for a timeout).
+    let exact = locked_out_flows(0.0);
+    assert!(exact >= 4, "exact timing should lock senders out ({exact} of 32)");
+    // Up to one packet time of uplink jitter shuffles the winners: every sender gets through.
+    assert_eq!(locked_out_flows(1.0), 0);
 }
