@@ -65,10 +65,11 @@ pub struct AgentConfig {
     /// Rate a flow restarts at after a retransmission timeout, as a fraction of
     /// line rate (0 = the NIC's rate floor; 1 = keep the rate the agent had set).
     pub timeout_rate: f64,
-    /// `interval` trigger: skip a tick at which the flow has neither sent a
-    /// packet nor heard an ACK or NACK since its last decision (the monitor
-    /// interval goes on until it has).
-    pub require_feedback: bool,
+    /// `interval` trigger: a tick at which the flow has neither sent a packet
+    /// nor heard an ACK or NACK since its last decision is skipped (its monitor
+    /// interval goes on), at most this many ticks in a row; 0 = decide at
+    /// every tick.
+    pub hold_ticks: u32,
 }
 
 impl Default for AgentConfig {
@@ -96,7 +97,7 @@ impl Default for AgentConfig {
             reward_scale: 1.0,
             initial_rate: 1.0,
             timeout_rate: 0.0,
-            require_feedback: false,
+            hold_ticks: 0,
         }
     }
 }
@@ -235,13 +236,13 @@ pub struct AgentSpec {
     /// Rate after a retransmission timeout, as a fraction of line rate (0 = floor, 1 = keep).
     pub timeout_rate: f64,
     /// Interval ticks at which the flow has neither sent nor heard anything
-    /// since its last decision are skipped.
+    /// since its last decision are skipped, up to this many in a row.
     ///
     /// Why: a flow far below its share (thousands of flows on one port) sends
     /// a burst every few milliseconds; deciding at every tick would repeat one
     /// stale measurement dozens of times and compound its action (1.2^40), so
     /// that all such flows overshoot together.
-    pub require_feedback: bool,
+    pub hold_ticks: u32,
 }
 
 impl AgentSpec {
@@ -340,7 +341,7 @@ impl AgentSpec {
             reward_scale: c.reward_scale,
             initial_rate: c.initial_rate,
             timeout_rate: c.timeout_rate,
-            require_feedback: c.require_feedback,
+            hold_ticks: c.hold_ticks,
         })
     }
 
@@ -375,6 +376,8 @@ pub struct AgentCc {
     acks_since: u32,
     /// A probe was requested and its reply has not come back.
     probe_pending: bool,
+    /// Interval ticks skipped in a row for want of news (`hold_ticks`).
+    held: u32,
     history: Vec<f32>,
     filled: bool,
     /// Multiplier applied by the last action (1 before the first).
@@ -413,6 +416,7 @@ impl AgentCc {
             min_mean_rtt: f64::INFINITY,
             acks_since: 0,
             probe_pending: false,
+            held: 0,
             history: vec![0.0; n],
             filled: false,
             last_multiplier: 1.0,
@@ -708,9 +712,12 @@ impl CongestionControl for AgentCc {
     fn on_timer(&mut self, ctx: &mut CcCtx) {
         if let Trigger::Interval(t) = self.spec.trigger {
             ctx.set_timer(next_tick(ctx.now, t));
-            if self.spec.require_feedback && self.rtt_n == 0 && self.sent_pkts == 0 && self.nacks == 0 {
+            let news = self.rtt_n > 0 || self.sent_pkts > 0 || self.nacks > 0;
+            if !news && self.held < self.spec.hold_ticks {
+                self.held += 1;
                 return;
             }
+            self.held = 0;
             self.decide(ctx);
         }
     }

@@ -220,12 +220,12 @@ fn after_a_timeout_an_agent_flow_restarts_at_timeout_rate() {
 }
 
 #[test]
-fn require_feedback_skips_ticks_with_nothing_sent_or_heard() {
+fn hold_ticks_skips_ticks_with_nothing_sent_or_heard() {
     // One flow held at 10 Mb/s sends a 4 KiB burst every 3.3 ms; a 20 us grid has 500 ticks
     // in 10 ms. Without news, a tick would only repeat the last measurement.
-    let decisions = |require: bool| {
+    let decisions = |hold: u32| {
         let agent = json!({"trigger": "interval", "interval": "20us", "initial_rate": 1e-4,
-                           "require_feedback": require});
+                           "hold_ticks": hold});
         let w = json!({"kind": "flows", "flows": [{"src": 1, "dst": 0}]});
         let mut sim = build(&scenario(agent, w, "10ms"));
         let mut n = 0usize;
@@ -239,9 +239,12 @@ fn require_feedback_skips_ticks_with_nothing_sent_or_heard() {
             }
         }
     };
-    let every_tick = decisions(false);
+    let every_tick = decisions(0);
     assert!(every_tick >= 490, "{every_tick} decisions on a 20 us grid over 10 ms");
-    // With news only: the tick after each burst (sent) and after its ACKs, about 3 bursts.
-    let with_news = decisions(true);
-    assert!((3..=12).contains(&with_news), "{with_news} decisions with require_feedback");
+    // News only: the tick after each burst (sent) and after its ACKs, about 3 bursts.
+    let with_news = decisions(u32::MAX);
+    assert!((3..=12).contains(&with_news), "{with_news} decisions with news only");
+    // At most 9 ticks held in a row: one decision in 10 ticks without news, about 50.
+    let held = decisions(9);
+    assert!((45..=60).contains(&held), "{held} decisions holding up to 9 ticks");
 }
