@@ -226,3 +226,12 @@ def test_bundled_config_loads() -> None:
     cfg = adpg.load_config("adpg-default")
     assert cfg["train"]["lr"] > 0 and cfg["scenarios"]
     assert cfg["agent"]["features"] == ["action", "adpg"]
+
+
+def test_deploy_agent_reaches_the_exported_policy_but_not_training() -> None:
+    cfg = adpg.load_config({"deploy_agent": {"hold_ticks": 8}})
+    scenario, _ = adpg.training_scenario(cfg, {"hosts": 2}, seed=1)
+    assert "hold_ticks" not in scenario["agent"]
+    exported = adpg.export_policy(adpg.Policy(4, cfg["train"]["hidden"]), cfg)
+    assert exported["meta"]["agent"]["hold_ticks"] == 8
+    assert exported["meta"]["agent"]["features"] == ["action", "adpg"]

@@ -78,6 +78,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "torch_threads": 1,
     },
     "agent": dict(policies.ADPG_AGENT),  # the [agent] table of every training scenario
+    # [agent] keys added to the exported policy's meta.agent only: how the policy is deployed
+    # (evaluated), not how it is trained (e.g. hold_ticks, which matters at thousands of flows).
+    "deploy_agent": {},
     "env": {
         "base": "adpg-m2o-2",  # scenario the training scenarios are derived from
         "episode": "30ms",  # simulated time per episode; then a new seed (restart)
@@ -481,8 +484,10 @@ def export_policy(
     meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The policy as a native ``ccgym-mlp`` dict; ``meta.agent`` is the training [agent] table
-    (so that evaluation uses the same features, trigger and action map)."""
+    (so that evaluation uses the same features, trigger and action map) updated with the
+    config's ``[deploy_agent]`` table."""
     agent = {k: v for k, v in config["agent"].items() if k not in ("policy", "precision")}
+    agent.update(config.get("deploy_agent") or {})
     info = {"algorithm": ALGORITHM, "agent": agent, **dict(meta or {})}
     return policies.export_module(policy, calibration_obs=calibration_obs, meta=info)
 
