@@ -594,7 +594,8 @@ def use_policy(
     data = copy.deepcopy(dict(scenario))
     set_cc(data, "agent")
     own = scenario.get("agent")
-    table = agent_table(load_policy(path), **dict(own if isinstance(own, Mapping) else {}), **dict(agent or {}))
+    own_table = dict(own) if isinstance(own, Mapping) else {}
+    table = agent_table(load_policy(path), **own_table, **dict(agent or {}))
     table["policy"] = str(path)
     table["precision"] = precision
     data["agent"] = table
