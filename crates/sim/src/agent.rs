@@ -567,16 +567,6 @@ impl AgentCc {
         reward
     }
 
-    /// A NACK arrived: the packet whose arrival revealed the gap gives an RTT
-    /// sample (interval and ACK triggers). Without it, a flow that loses most
-    /// of its packets in a full queue hears no RTT and keeps judging the path
-    /// by its last (or base) RTT.
-    pub fn on_nack_rtt(&mut self, now: Time, rtt: Time) {
-        if self.spec.trigger != Trigger::Probe && rtt > 0 {
-            self.rtt_sample(now, rtt);
-        }
-    }
-
     /// The current observation (history rows, oldest first).
     pub fn observation(&self) -> &[f32] {
         &self.history
@@ -689,8 +679,14 @@ impl CongestionControl for AgentCc {
         }
     }
 
-    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64) {
+    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64, rtt: Time) {
         self.nacks += 1;
+        // The NACK's RTT sample (interval and ACK triggers): without it, a flow
+        // that loses most of its packets in a full queue hears no RTT and keeps
+        // judging the path by its last (or base) RTT.
+        if self.spec.trigger != Trigger::Probe && rtt > 0 {
+            self.rtt_sample(ctx.now, rtt);
+        }
         self.reprobe_after_loss(ctx);
     }
 
@@ -792,11 +788,11 @@ mod tests {
         a.on_start(&mut ctx);
         ctx.now = 10_000_000;
         // No ACK in the interval, one NACK whose packet waited in a queue: RTT = 5 x 8192 ns.
-        a.on_nack_rtt(ctx.now - 1, 5 * 8192 * NS);
+        a.on_nack(&mut ctx, 0, 5 * 8192 * NS);
         a.on_timer(&mut ctx);
         assert_eq!(a.observation(), &[5.0]);
         let mut p = AgentCc::new(Arc::new(AgentSpec::from_config(&AgentConfig::default()).unwrap()));
-        p.on_nack_rtt(1, 5 * 8192 * NS);
+        p.on_nack(&mut ctx, 0, 5 * 8192 * NS);
         assert_eq!(p.rtt_n, 0);
     }
 

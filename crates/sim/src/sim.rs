@@ -1061,11 +1061,8 @@ impl Simulation {
                     (p.flow, p.seq, p.ts_tx)
                 };
                 self.pool.free(pid);
-                let now = self.now;
+                let rtt = self.now.saturating_sub(ts);
                 let f = &mut self.flows[fid as usize];
-                if let Cc::Agent(a) = &mut f.cc {
-                    a.on_nack_rtt(now, now.saturating_sub(ts));
-                }
                 f.nacks += 1;
                 f.mi_nacks += 1;
                 if seq >= f.ctl.snd_una && f.finished.is_none() {
@@ -1076,7 +1073,7 @@ impl Simulation {
                     }
                     f.ctl.snd_nxt = seq;
                 }
-                self.cc_event(fid, |cc, ctx| cc.on_nack(ctx, seq));
+                self.cc_event(fid, |cc, ctx| cc.on_nack(ctx, seq, rtt));
                 self.after_progress(fid);
             }
             PacketKind::Cnp => {

@@ -371,7 +371,7 @@ impl CongestionControl for Cubic {
         self.tcp.apply(ctx, 0);
     }
 
-    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64) {
+    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64, _rtt: Time) {
         if self.tcp.may_reduce() {
             let ss = self.congestion_event();
             self.tcp.reduce(ctx, ss, 2.0 * self.tcp.mss);

@@ -49,6 +49,7 @@
 use super::newreno::{param_bool, param_str, AckKind, TcpWindow, P_INIT_CWND, P_INIT_SSTHRESH, P_LIMITED_TRANSMIT};
 use super::{AckEvent, CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
 use crate::config::ConfigError;
+use crate::units::Time;
 
 /// Which DCTCP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -303,7 +304,7 @@ impl CongestionControl for Dctcp {
         }
     }
 
-    fn on_nack(&mut self, ctx: &mut CcCtx, expected: u64) {
+    fn on_nack(&mut self, ctx: &mut CcCtx, expected: u64, _rtt: Time) {
         match self.variant {
             DctcpVariant::Rate => self.rate_update(ctx, expected, false),
             DctcpVariant::Window => {

@@ -219,8 +219,10 @@ pub trait CongestionControl {
     fn on_send(&mut self, _ctx: &mut CcCtx, _bytes: u32) {}
     /// An ACK arrived.
     fn on_ack(&mut self, _ctx: &mut CcCtx, _ack: &AckEvent) {}
-    /// A NACK arrived; the NIC has already gone back to `expected`.
-    fn on_nack(&mut self, _ctx: &mut CcCtx, _expected: u64) {}
+    /// A NACK arrived; the NIC has already gone back to `expected`. `rtt` is
+    /// measured from the data packet whose arrival revealed the gap (the NACK
+    /// echoes its timestamp), so it has crossed the same queues as an ACK's.
+    fn on_nack(&mut self, _ctx: &mut CcCtx, _expected: u64, _rtt: Time) {}
     /// A CNP arrived.
     fn on_cnp(&mut self, _ctx: &mut CcCtx) {}
     /// An RTT-probe reply arrived.
@@ -484,8 +486,8 @@ impl CongestionControl for Cc {
         dispatch!(self, c => c.on_ack(ctx, ack))
     }
     #[inline]
-    fn on_nack(&mut self, ctx: &mut CcCtx, expected: u64) {
-        dispatch!(self, c => c.on_nack(ctx, expected))
+    fn on_nack(&mut self, ctx: &mut CcCtx, expected: u64, rtt: Time) {
+        dispatch!(self, c => c.on_nack(ctx, expected, rtt))
     }
     #[inline]
     fn on_cnp(&mut self, ctx: &mut CcCtx) {

@@ -51,6 +51,7 @@
 
 use super::{AckEvent, CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
 use crate::config::ConfigError;
+use crate::units::Time;
 
 /// Largest congestion window (bytes), against runaway growth of unlimited
 /// flows that never see loss.
@@ -371,7 +372,7 @@ impl CongestionControl for NewReno {
         self.tcp.apply(ctx, 0);
     }
 
-    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64) {
+    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64, _rtt: Time) {
         if self.tcp.may_reduce() {
             let w = self.half(self.tcp.cwnd);
             self.tcp.reduce(ctx, w, 2.0 * self.tcp.mss);

@@ -429,7 +429,7 @@ impl CongestionControl for Swift {
         self.apply(ctx);
     }
 
-    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64) {
+    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64, _rtt: Time) {
         // Go-back-N's loss signal: Swift's fast-recovery reaction.
         self.retransmit_cnt = 0;
         self.loss_decrease(ctx.now, false);
@@ -592,7 +592,7 @@ mod tests {
     fn losses_cut_the_fabric_window() {
         let mut f = flow();
         let mut s = started(&mut f, 16.0);
-        s.on_nack(&mut CcCtx { now: 100 * US, flow: &mut f }, 0);
+        s.on_nack(&mut CcCtx { now: 100 * US, flow: &mut f }, 0, 0);
         assert_eq!(s.fabric_cwnd(), 8.0);
         // Not again within an RTT.
         s.on_timeout(&mut CcCtx { now: 101 * US, flow: &mut f });
