@@ -235,3 +235,14 @@ def test_deploy_agent_reaches_the_exported_policy_but_not_training() -> None:
     exported = adpg.export_policy(adpg.Policy(4, cfg["train"]["hidden"]), cfg)
     assert exported["meta"]["agent"]["hold_ticks"] == 8
     assert exported["meta"]["agent"]["features"] == ["action", "adpg"]
+
+
+def test_a_training_scenario_may_change_its_own_agent_table() -> None:
+    cfg = adpg.load_config({})
+    own, _ = adpg.training_scenario(cfg, {"hosts": 2, "agent": {"initial_rate": 0.01}}, seed=1)
+    plain, _ = adpg.training_scenario(cfg, {"hosts": 2}, seed=1)
+    assert own["agent"]["initial_rate"] == 0.01
+    assert "initial_rate" not in plain["agent"]
+    assert own["agent"]["features"] == plain["agent"]["features"] == ["action", "adpg"]
+    exported = adpg.export_policy(adpg.Policy(4, cfg["train"]["hidden"]), cfg)
+    assert "initial_rate" not in exported["meta"]["agent"]

@@ -13,7 +13,7 @@ fn main() {
             f.sched,
             f.ctl.snd_una,
             f.ctl.snd_nxt,
-            f.app_limit,
+            f.ctl.app_limit,
             f.ctl.rate,
             f.ctl.window,
             f.next_avail,

@@ -111,7 +111,8 @@ pub enum Trigger {
     Acks(u32),
     /// Every fixed monitor interval (Aurora, MVFST-RL), on a grid shared by all
     /// flows (multiples of the interval), so that decisions of all flows
-    /// coincide (PettingZoo's parallel mode).
+    /// coincide (PettingZoo's parallel mode). An idle flow (everything its
+    /// application handed over is acknowledged) skips the ticks of its gap.
     Interval(Time),
 }
 
@@ -709,6 +710,16 @@ impl CongestionControl for AgentCc {
         if let Trigger::Interval(t) = self.spec.trigger {
             ctx.set_timer(next_tick(ctx.now, t));
             let news = self.rtt_n > 0 || self.sent_pkts > 0 || self.nacks > 0;
+            if !news && ctx.flow.is_idle() {
+                // Between messages there is nothing to measure or pace: a decision
+                // would repeat the last RTT of the previous message (often a full
+                // queue) every tick and cut an idle flow's rate for the whole gap.
+                // The flow keeps its rate and its next interval starts with its
+                // next message.
+                self.held = 0;
+                self.reset_mi(ctx.now);
+                return;
+            }
             if !news && self.held < self.spec.hold_ticks {
                 self.held += 1;
                 return;
@@ -771,6 +782,42 @@ mod tests {
         assert!((ctx.flow.rate - 25e9 / 1.1).abs() < 1.0);
         assert!(!a.outstanding);
         assert!((a.last_multiplier - 1.0 / 1.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_idle_interval_agent_keeps_its_rate_until_its_next_message() {
+        let cfg =
+            AgentConfig { trigger: "interval".into(), interval: Duration(10 * crate::units::US), ..Default::default() };
+        let mut a = AgentCc::new(Arc::new(AgentSpec::from_config(&cfg).unwrap()));
+        let mut f = ctl();
+        f.app_limit = 4096;
+        let mut ctx = CcCtx { now: 0, flow: &mut f };
+        a.on_start(&mut ctx);
+        // The message is sent and acknowledged with a deep queue (RTT = 5 x 8192 ns).
+        a.on_send(&mut ctx, 4096);
+        ctx.flow.snd_nxt = 4096;
+        ctx.flow.snd_una = 4096;
+        a.on_ack(&mut ctx, &AckEvent { newly_acked: 4096, rtt: 5 * 8192 * NS, ..Default::default() });
+        ctx.now = 10_000_000;
+        a.on_timer(&mut ctx);
+        assert!(ctx.flow.decision_due, "the interval with the message's ACKs is measured");
+        a.apply(&mut ctx, -1.0);
+        ctx.flow.decision_due = false;
+        let rate = ctx.flow.rate;
+        // Idle ticks: no decision, no stale cut.
+        for k in 2..50 {
+            ctx.now = k * 10_000_000;
+            a.on_timer(&mut ctx);
+            assert!(!ctx.flow.decision_due);
+        }
+        assert_eq!(ctx.flow.rate, rate);
+        // The next message: its interval starts when it does.
+        ctx.flow.app_limit = 8192;
+        ctx.now = 495_000_000;
+        a.on_send(&mut ctx, 1024);
+        ctx.now = 500_000_000;
+        a.on_timer(&mut ctx);
+        assert!(ctx.flow.decision_due);
     }
 
     #[test]

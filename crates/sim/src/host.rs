@@ -46,8 +46,6 @@ pub struct Flow {
     pub cc: Cc,
     /// What the CC controls, and facts about the path.
     pub ctl: FlowCtl,
-    /// Bytes the application has handed over so far.
-    pub app_limit: u64,
     /// Earliest time the pacer lets the flow send (fractional picoseconds).
     pub next_avail: f64,
     /// Scheduler state.
@@ -139,7 +137,7 @@ impl Flow {
         self.started
             && self.finished.is_none()
             && (self.retx.is_some()
-                || (self.ctl.snd_nxt < self.app_limit && self.inflight() < self.ctl.window.min(max_outstanding)))
+                || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding)))
     }
 }
 

@@ -423,12 +423,12 @@ impl Simulation {
                     snd_nxt: 0,
                     snd_una: 0,
                     size: s.size,
+                    app_limit: 0,
                     timer: None,
                     probe_requested: false,
                     want_int: false,
                     decision_due: false,
                 },
-                app_limit: 0,
                 next_avail: 0.0,
                 sched: SchedState::Idle,
                 sched_gen: 0,
@@ -964,7 +964,7 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
         let seq = f.retx.take().unwrap_or(f.ctl.snd_nxt);
-        let payload = (f.app_limit.max(f.max_sent) - seq).min(pk.payload as u64) as u32;
+        let payload = (f.ctl.app_limit.max(f.max_sent) - seq).min(pk.payload as u64) as u32;
         let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 };
         if f.inflight() == 0 {
             f.last_progress = now;
@@ -1278,7 +1278,7 @@ impl Simulation {
             f.messages[f.msg_next].2 = Some(now);
             f.msg_next += 1;
         }
-        if f.finished.is_none() && f.ctl.snd_una >= f.app_limit && f.app_limit == f.ctl.size {
+        if f.finished.is_none() && f.ctl.snd_una >= f.ctl.app_limit && f.ctl.app_limit == f.ctl.size {
             f.finished = Some(now);
             f.timer_gen = f.timer_gen.wrapping_add(1);
             self.agent_ended(fid, false);
@@ -1518,7 +1518,7 @@ impl Simulation {
                 AppAction::Start => {
                     f.started = true;
                     f.mi_start = self.now;
-                    f.app_limit = if f.ctl.size == UNLIMITED {
+                    f.ctl.app_limit = if f.ctl.size == UNLIMITED {
                         UNLIMITED
                     } else if f.messages.is_empty() {
                         f.ctl.size
@@ -1529,15 +1529,15 @@ impl Simulation {
                     self.cc_event(fid, |cc, ctx| cc.on_start(ctx));
                 }
                 AppAction::Message(b) => {
-                    f.app_limit = f.app_limit.saturating_add(b).min(f.ctl.size);
+                    f.ctl.app_limit = f.ctl.app_limit.saturating_add(b).min(f.ctl.size);
                     self.schedule_flow(fid);
                 }
                 AppAction::Stop => {
                     if f.finished.is_none() {
                         // Stop offering data; what was sent still completes.
-                        f.app_limit = f.app_limit.min(f.ctl.snd_nxt.max(f.max_sent));
-                        f.ctl.size = f.app_limit;
-                        f.messages.retain(|m| m.1 <= f.app_limit);
+                        f.ctl.app_limit = f.ctl.app_limit.min(f.ctl.snd_nxt.max(f.max_sent));
+                        f.ctl.size = f.ctl.app_limit;
+                        f.messages.retain(|m| m.1 <= f.ctl.app_limit);
                         self.after_progress(fid);
                     }
                 }

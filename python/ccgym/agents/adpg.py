@@ -89,7 +89,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "overrides": [],  # further overrides for every training scenario
     },
     # Training scenarios: many-to-one, `hosts` senders x `flows_per_host` flows, `count` copies
-    # (each with its own seed). The public config trains on small scales.
+    # (each with its own seed); optional `overrides` (scenario) and `agent` (entries over the
+    # [agent] table for this scenario only). The public config trains on small scales.
     "scenarios": [
         {"hosts": 2, "flows_per_host": 1, "count": 1},
         {"hosts": 4, "flows_per_host": 1, "count": 1},
@@ -230,7 +231,8 @@ def training_scenario(
     ]
     data, base_dir = load_scenario(env.get("base", "adpg-m2o-2"), overrides, cc="agent")
     data["name"] = f"train-m2o-{hosts}x{q}"
-    data["agent"] = {k: v for k, v in config["agent"].items() if k not in ("policy", "precision")}
+    agent = {**config["agent"], **(spec.get("agent") or {})}
+    data["agent"] = {k: v for k, v in agent.items() if k not in ("policy", "precision")}
     return data, str(base_dir)
 
 

@@ -60,6 +60,8 @@ pub struct FlowCtl {
     pub snd_una: u64,
     /// Bytes the flow will send in all (`u64::MAX` = unlimited).
     pub size: u64,
+    /// Bytes the application has handed the flow so far (`u64::MAX` = unlimited).
+    pub app_limit: u64,
     /// Pending CC timer deadline, if any (set through [`CcCtx::set_timer`]).
     pub timer: Option<Time>,
     /// The CC asked for an RTT probe on the next transmission.
@@ -71,6 +73,13 @@ pub struct FlowCtl {
 }
 
 impl FlowCtl {
+    /// Application-limited with nothing in flight: every byte the application
+    /// has handed over is acknowledged (a message flow between messages).
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        self.snd_una >= self.app_limit
+    }
+
     /// A flow at line rate with no window and nothing sent yet, on a one-switch
     /// path with the given base RTT (for unit tests and tools).
     pub fn at_line_rate(line_rate: f64, min_rate: f64, base_rtt: Time, mtu: u32) -> FlowCtl {
@@ -86,6 +95,7 @@ impl FlowCtl {
             snd_nxt: 0,
             snd_una: 0,
             size: u64::MAX,
+            app_limit: u64::MAX,
             timer: None,
             probe_requested: false,
             want_int: false,
@@ -166,7 +176,7 @@ pub enum Transport {
 }
 
 /// An acknowledgement as the sender sees it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct AckEvent<'a> {
     /// Cumulative bytes acknowledged.
     pub ack_seq: u64,
