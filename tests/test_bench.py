@@ -112,7 +112,7 @@ def test_bundled_suites_load() -> None:
     assert len(m2o["scenario"]) == 12
     quick = load_suite("quick")
     assert "policy:adpg-default" in quick["methods"]
-    assert len(suite_jobs(quick)) == 3 * len(quick["methods"])
+    assert len(suite_jobs(quick)) == 4 * len(quick["methods"])
     classic = ["dcqcn", "hpcc", "swift", "timely", "dctcp", "policy:adpg-default"]
     assert quick["methods"][:6] == classic
 
