@@ -65,3 +65,17 @@ def test_adpg_default_int8_multipliers_within_one_percent_of_float32() -> None:
         rel.mean(),
         np.percentile(rel, 90),
     )
+
+
+def test_a_short_flow_keeps_its_rate_between_messages() -> None:
+    # Long-short at 2 flows: the short flow's 200 KiB messages (1, 11, 21 ms) each take about
+    # 43-52 us at half the link. A short flow that decided in its 10 ms gaps on the last RTT of
+    # its previous message cut its rate about thirty times and took 250-580 us.
+    result = P.evaluate(
+        "adpg-default",
+        "adpg-long-short-2",
+        overrides=["duration=25ms", 'metrics.window=["0ms", "25ms"]'],
+    )
+    fct_us = result.series["messages"]["fct_s"].to_numpy() * 1e6
+    assert len(fct_us) == 3 and not np.isnan(fct_us).any(), fct_us
+    assert fct_us.max() < 80.0, fct_us
