@@ -126,6 +126,7 @@ fn a_native_policy_matches_the_same_policy_through_the_bridge() {
         s.summary()["bottleneck"]["utilization"].as_f64().unwrap()
     };
     assert!(int8 > 0.9, "int8 utilisation {int8}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -78,6 +78,7 @@ fn same_seed_same_result_other_seed_other_result() {
     assert_eq!(a.event_count, b.event_count);
     assert_eq!(a.summary(), b.summary());
     assert_ne!(a.summary()["flows"], c.summary()["flows"]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn incast64(pfc: bool, recovery: &str) -> Value {
@@ -320,6 +321,7 @@ fn non_monotone_cdf_file_is_rejected_with_its_line() {
     std::fs::write(&cdf, "100 0.2\n200 0.1\n300 1\n").unwrap();
     let e = error_of(with(&["workload", "0"], json!({"kind": "poisson", "load": 0.5, "cdf": cdf.to_str().unwrap()})));
     assert!(e.starts_with("workload[0].cdf") && e.contains("line 2") && e.contains("not monotone"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
