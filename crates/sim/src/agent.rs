@@ -70,6 +70,9 @@ pub struct AgentConfig {
     /// interval goes on), at most this many ticks in a row; 0 = decide at
     /// every tick.
     pub hold_ticks: u32,
+    /// `probe` trigger: a probe whose reply has not come back after this long
+    /// is requested again (0 = never).
+    pub probe_timeout: Duration,
 }
 
 impl Default for AgentConfig {
@@ -98,6 +101,7 @@ impl Default for AgentConfig {
             initial_rate: 1.0,
             timeout_rate: 0.0,
             hold_ticks: 0,
+            probe_timeout: Duration(crate::units::MS),
         }
     }
 }
@@ -244,6 +248,13 @@ pub struct AgentSpec {
     /// stale measurement dozens of times and compound its action (1.2^40), so
     /// that all such flows overshoot together.
     pub hold_ticks: u32,
+    /// `probe` trigger: re-request a probe unanswered for this long (0 = never).
+    ///
+    /// Why: the probe rides on a data packet, and in a full lossy queue that
+    /// packet and every later one of the window can be dropped with no NACK to
+    /// re-request it; the flow would then make no decision until its
+    /// retransmission timeout, while it keeps overfilling the queue.
+    pub probe_timeout: Time,
 }
 
 impl AgentSpec {
@@ -343,6 +354,7 @@ impl AgentSpec {
             initial_rate: c.initial_rate,
             timeout_rate: c.timeout_rate,
             hold_ticks: c.hold_ticks,
+            probe_timeout: c.probe_timeout.0,
         })
     }
 
@@ -576,6 +588,9 @@ impl AgentCc {
     fn probe(&mut self, ctx: &mut CcCtx) {
         self.probe_pending = true;
         ctx.request_probe();
+        if self.spec.probe_timeout > 0 {
+            ctx.set_timer(ctx.now + self.spec.probe_timeout);
+        }
     }
 
     /// A loss was detected (NACK, timeout, fast retransmit): the packet that
@@ -707,6 +722,13 @@ impl CongestionControl for AgentCc {
     }
 
     fn on_timer(&mut self, ctx: &mut CcCtx) {
+        if self.spec.trigger == Trigger::Probe {
+            if self.probe_pending {
+                // The probe (or its reply) is presumed lost: ask again.
+                self.probe(ctx);
+            }
+            return;
+        }
         if let Trigger::Interval(t) = self.spec.trigger {
             ctx.set_timer(next_tick(ctx.now, t));
             let news = self.rtt_n > 0 || self.sent_pkts > 0 || self.nacks > 0;
@@ -841,6 +863,36 @@ mod tests {
         let mut p = AgentCc::new(Arc::new(AgentSpec::from_config(&AgentConfig::default()).unwrap()));
         p.on_nack(&mut ctx, 0, 5 * 8192 * NS);
         assert_eq!(p.rtt_n, 0);
+    }
+
+    #[test]
+    fn a_probe_without_reply_is_requested_again_after_the_probe_timeout() {
+        let mut a = AgentCc::new(Arc::new(AgentSpec::from_config(&AgentConfig::default()).unwrap()));
+        let mut f = ctl();
+        let mut ctx = CcCtx { now: 0, flow: &mut f };
+        a.on_start(&mut ctx);
+        assert!(ctx.flow.probe_requested);
+        assert_eq!(ctx.flow.timer, Some(crate::units::MS));
+        // The probe leaves on a data packet that a full queue drops; no NACK follows.
+        ctx.flow.probe_requested = false;
+        ctx.now = crate::units::MS;
+        a.on_timer(&mut ctx);
+        assert!(ctx.flow.probe_requested, "the lost probe is requested again");
+        assert_eq!(ctx.flow.timer, Some(2 * crate::units::MS));
+        assert!(!ctx.flow.decision_due, "a lost probe is not a decision");
+        // Its reply comes back: one decision, the next probe, the timer re-armed from now.
+        ctx.flow.probe_requested = false;
+        ctx.now = 1_500_000_000;
+        a.on_probe(&mut ctx, &ProbeEvent { rtt: 8192 * NS, ..Default::default() });
+        assert!(ctx.flow.decision_due && ctx.flow.probe_requested);
+        assert_eq!(ctx.flow.timer, Some(2_500_000_000));
+        // probe_timeout = 0: no timer, the old behaviour.
+        let cfg = AgentConfig { probe_timeout: Duration(0), ..Default::default() };
+        let mut b = AgentCc::new(Arc::new(AgentSpec::from_config(&cfg).unwrap()));
+        let mut g = ctl();
+        let mut ctx = CcCtx { now: 0, flow: &mut g };
+        b.on_start(&mut ctx);
+        assert_eq!(ctx.flow.timer, None);
     }
 
     #[test]
