@@ -67,15 +67,24 @@ def test_adpg_default_int8_multipliers_within_one_percent_of_float32() -> None:
     )
 
 
-def test_a_short_flow_keeps_its_rate_between_messages() -> None:
-    # Long-short at 2 flows: the short flow's 200 KiB messages (1, 11, 21 ms) each take about
-    # 43-52 us at half the link. A short flow that decided in its 10 ms gaps on the last RTT of
-    # its previous message cut its rate about thirty times and took 250-580 us.
+def _message_fcts_us(*overrides: str) -> np.ndarray:
     result = P.evaluate(
         "adpg-default",
         "adpg-long-short-2",
-        overrides=["duration=25ms", 'metrics.window=["0ms", "25ms"]'],
+        overrides=["duration=62ms", 'metrics.window=["0ms", "62ms"]', *overrides],
     )
-    fct_us = result.series["messages"]["fct_s"].to_numpy() * 1e6
-    assert len(fct_us) == 3 and not np.isnan(fct_us).any(), fct_us
-    assert fct_us.max() < 80.0, fct_us
+    return result.series["messages"]["fct_s"].to_numpy() * 1e6
+
+
+def test_a_short_flow_starts_each_message_at_a_rate_that_fits_the_path() -> None:
+    # Long-short at 2 flows: the short flow's six 200 KiB messages (1, 11, ..., 51 ms) each take
+    # about 43 us at half the link. An idle flow probes the path and decides on the reply
+    # (`idle_probe`); one that decided in its 10 ms gaps on the last RTT of its previous message
+    # cut its rate about thirty times and took 250-580 us.
+    fct_us = _message_fcts_us()
+    assert len(fct_us) == 6 and not np.isnan(fct_us).any(), fct_us
+    assert fct_us.max() < 50.0, fct_us
+    # Without the probes the flow keeps the cut its previous message ended with: each message
+    # starts slower than the one before (measured 42.5, 50.4, 57.9, 71.2, 85.4, 104.5 us).
+    ratchet = _message_fcts_us("agent.idle_probe=false")
+    assert ratchet[-1] > 1.5 * ratchet[0], ratchet

@@ -73,6 +73,12 @@ pub struct AgentConfig {
     /// `probe` trigger: a probe whose reply has not come back after this long
     /// is requested again (0 = never).
     pub probe_timeout: Duration,
+    /// `interval` trigger: an idle flow (between messages) sends a standalone
+    /// RTT probe every `hold_ticks + 1` ticks and decides on its reply; false =
+    /// an idle flow makes no decisions and keeps its rate.
+    pub idle_probe: bool,
+    /// RTT of an ACK-measured interval: `mean` of its samples or the `last` one.
+    pub rtt_estimate: String,
 }
 
 impl Default for AgentConfig {
@@ -102,6 +108,8 @@ impl Default for AgentConfig {
             timeout_rate: 0.0,
             hold_ticks: 0,
             probe_timeout: Duration(crate::units::MS),
+            idle_probe: false,
+            rtt_estimate: "mean".into(),
         }
     }
 }
@@ -255,6 +263,10 @@ pub struct AgentSpec {
     /// re-request it; the flow would then make no decision until its
     /// retransmission timeout, while it keeps overfilling the queue.
     pub probe_timeout: Time,
+    /// `interval` trigger: idle flows probe the path and decide on the reply.
+    pub idle_probe: bool,
+    /// Use the interval's last RTT sample instead of their mean.
+    pub rtt_last: bool,
 }
 
 impl AgentSpec {
@@ -340,6 +352,11 @@ impl AgentSpec {
         if !(c.reward_scale.is_finite() && c.reward_beta.is_finite() && c.adpg_scale.is_finite()) {
             return bad("reward_scale", &c.reward_scale, "reward constants must be finite");
         }
+        let rtt_last = match c.rtt_estimate.as_str() {
+            "mean" => false,
+            "last" => true,
+            other => return bad("rtt_estimate", &format!("\"{other}\""), "use \"mean\" or \"last\""),
+        };
         Ok(AgentSpec {
             trigger,
             features,
@@ -355,6 +372,8 @@ impl AgentSpec {
             timeout_rate: c.timeout_rate,
             hold_ticks: c.hold_ticks,
             probe_timeout: c.probe_timeout.0,
+            idle_probe: c.idle_probe,
+            rtt_last,
         })
     }
 
@@ -384,6 +403,7 @@ pub struct AgentCc {
     tt_sum: f64,
     tr_sum: f64,
     probe_rtt: Option<Time>,
+    last_sample: Time,
     last_rtt: Option<f64>,
     min_mean_rtt: f64,
     acks_since: u32,
@@ -425,6 +445,7 @@ impl AgentCc {
             tt_sum: 0.0,
             tr_sum: 0.0,
             probe_rtt: None,
+            last_sample: 0,
             last_rtt: None,
             min_mean_rtt: f64::INFINITY,
             acks_since: 0,
@@ -450,6 +471,7 @@ impl AgentCc {
         let r = rtt as f64 / SEC as f64;
         self.rtt_n += 1;
         self.rtt_sum += rtt as f64;
+        self.last_sample = rtt;
         self.t_sum += t;
         self.tt_sum += t * t;
         self.tr_sum += t * r;
@@ -482,7 +504,8 @@ impl AgentCc {
         let base = f.base_rtt.max(1) as f64;
         let norm = if sp.rtt_norm > 0.0 { sp.rtt_norm } else { base };
         let mean_rtt = (self.rtt_n > 0).then(|| self.rtt_sum / self.rtt_n as f64);
-        let rtt = match (self.probe_rtt, mean_rtt) {
+        let est = if sp.rtt_last { (self.rtt_n > 0).then_some(self.last_sample as f64) } else { mean_rtt };
+        let rtt = match (self.probe_rtt, est) {
             (Some(p), _) => p as f64,
             (None, Some(m)) => m,
             (None, None) => self.last_rtt.unwrap_or(base),
@@ -711,7 +734,14 @@ impl CongestionControl for AgentCc {
     }
 
     fn on_probe(&mut self, ctx: &mut CcCtx, probe: &ProbeEvent) {
-        if self.spec.trigger == Trigger::Probe {
+        if self.spec.trigger != Trigger::Probe {
+            if self.spec.idle_probe {
+                self.probe_rtt = Some(probe.rtt);
+                self.rtt_sample(ctx.now, probe.rtt);
+            }
+            return;
+        }
+        {
             self.probe_rtt = Some(probe.rtt);
             self.rtt_sample(ctx.now, probe.rtt);
             if self.probe_pending {
@@ -742,6 +772,14 @@ impl CongestionControl for AgentCc {
                 // queue) every tick and cut an idle flow's rate for the whole gap.
                 // The flow keeps its rate and its next interval starts with its
                 // next message.
+                if self.spec.idle_probe {
+                    self.held += 1;
+                    if self.held > self.spec.hold_ticks {
+                        self.held = 0;
+                        ctx.request_probe();
+                    }
+                    return;
+                }
                 self.held = 0;
                 self.reset_mi(ctx.now);
                 return;
@@ -847,6 +885,51 @@ mod tests {
     }
 
     #[test]
+    fn an_idle_interval_agent_with_idle_probe_decides_on_its_probe_replies() {
+        let cfg = AgentConfig {
+            trigger: "interval".into(),
+            interval: Duration(10 * crate::units::US),
+            features: vec!["rtt_inflation".into()],
+            history: 1,
+            hold_ticks: 2,
+            idle_probe: true,
+            ..Default::default()
+        };
+        let mut a = AgentCc::new(Arc::new(AgentSpec::from_config(&cfg).unwrap()));
+        let mut f = ctl();
+        f.app_limit = 4096;
+        let mut ctx = CcCtx { now: 0, flow: &mut f };
+        a.on_start(&mut ctx);
+        a.on_send(&mut ctx, 4096);
+        ctx.flow.snd_nxt = 4096;
+        ctx.flow.snd_una = 4096;
+        a.on_ack(&mut ctx, &AckEvent { newly_acked: 4096, rtt: 5 * 8192 * NS, ..Default::default() });
+        ctx.now = 10_000_000;
+        a.on_timer(&mut ctx);
+        assert!(ctx.flow.decision_due);
+        a.apply(&mut ctx, -1.0);
+        ctx.flow.decision_due = false;
+        // Idle: a probe every hold_ticks + 1 = 3 ticks, no decision without a reply.
+        let mut probes = vec![];
+        for k in 2..8 {
+            ctx.now = k * 10_000_000;
+            a.on_timer(&mut ctx);
+            assert!(!ctx.flow.decision_due);
+            if std::mem::take(&mut ctx.flow.probe_requested) {
+                probes.push(k);
+            }
+        }
+        assert_eq!(probes, vec![4, 7]);
+        // The reply shows an empty path; the next tick decides on it, not on the old queue.
+        ctx.now = 75_000_000;
+        a.on_probe(&mut ctx, &ProbeEvent { rtt: 8192 * NS, ..Default::default() });
+        ctx.now = 80_000_000;
+        a.on_timer(&mut ctx);
+        assert!(ctx.flow.decision_due);
+        assert_eq!(a.observation(), &[1.0]);
+    }
+
+    #[test]
     fn a_nack_gives_interval_agents_an_rtt_sample_but_not_probe_agents() {
         let cfg = AgentConfig {
             trigger: "interval".into(),
@@ -906,5 +989,34 @@ mod tests {
         assert_eq!(e.field, "agent.features[1]");
         let c = AgentConfig { trigger: "sometimes".into(), ..Default::default() };
         assert_eq!(AgentSpec::from_config(&c).unwrap_err().field, "agent.trigger");
+        let c = AgentConfig { rtt_estimate: "median".into(), ..Default::default() };
+        assert_eq!(AgentSpec::from_config(&c).unwrap_err().field, "agent.rtt_estimate");
+    }
+
+    #[test]
+    fn rtt_estimate_last_measures_the_interval_by_its_newest_ack() {
+        let inflation = |estimate: &str| {
+            let cfg = AgentConfig {
+                trigger: "interval".into(),
+                interval: Duration(10 * crate::units::US),
+                features: vec!["rtt_inflation".into()],
+                history: 1,
+                rtt_estimate: estimate.into(),
+                ..Default::default()
+            };
+            let mut a = AgentCc::new(Arc::new(AgentSpec::from_config(&cfg).unwrap()));
+            let mut f = ctl();
+            let mut ctx = CcCtx { now: 0, flow: &mut f };
+            a.on_start(&mut ctx);
+            // A queue that drained during the interval: RTT 5, 3, then 1 x 8192 ns.
+            for r in [5, 3, 1] {
+                a.on_ack(&mut ctx, &AckEvent { newly_acked: 1024, rtt: r * 8192 * NS, ..Default::default() });
+            }
+            ctx.now = 10_000_000;
+            a.on_timer(&mut ctx);
+            a.observation()[0]
+        };
+        assert_eq!(inflation("mean"), 3.0);
+        assert_eq!(inflation("last"), 1.0);
     }
 }
