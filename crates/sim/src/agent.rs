@@ -848,16 +848,14 @@ mod tests {
         assert!((a.last_multiplier - 1.0 / 1.1).abs() < 1e-12);
     }
 
-    #[test]
-    fn an_idle_interval_agent_keeps_its_rate_until_its_next_message() {
-        let cfg =
-            AgentConfig { trigger: "interval".into(), interval: Duration(10 * crate::units::US), ..Default::default() };
+    /// An agent whose flow sent one 4 KiB message, heard its ACKs over a deep queue
+    /// (RTT = 5 x 8192 ns), decided at the 10 us tick and cut its rate; now idle.
+    fn after_one_message(cfg: AgentConfig) -> (AgentCc, FlowCtl) {
         let mut a = AgentCc::new(Arc::new(AgentSpec::from_config(&cfg).unwrap()));
         let mut f = ctl();
         f.app_limit = 4096;
         let mut ctx = CcCtx { now: 0, flow: &mut f };
         a.on_start(&mut ctx);
-        // The message is sent and acknowledged with a deep queue (RTT = 5 x 8192 ns).
         a.on_send(&mut ctx, 4096);
         ctx.flow.snd_nxt = 4096;
         ctx.flow.snd_una = 4096;
@@ -867,6 +865,15 @@ mod tests {
         assert!(ctx.flow.decision_due, "the interval with the message's ACKs is measured");
         a.apply(&mut ctx, -1.0);
         ctx.flow.decision_due = false;
+        (a, f)
+    }
+
+    #[test]
+    fn an_idle_interval_agent_keeps_its_rate_until_its_next_message() {
+        let cfg =
+            AgentConfig { trigger: "interval".into(), interval: Duration(10 * crate::units::US), ..Default::default() };
+        let (mut a, mut f) = after_one_message(cfg);
+        let mut ctx = CcCtx { now: 10_000_000, flow: &mut f };
         let rate = ctx.flow.rate;
         // Idle ticks: no decision, no stale cut.
         for k in 2..50 {
@@ -895,20 +902,8 @@ mod tests {
             idle_probe: true,
             ..Default::default()
         };
-        let mut a = AgentCc::new(Arc::new(AgentSpec::from_config(&cfg).unwrap()));
-        let mut f = ctl();
-        f.app_limit = 4096;
-        let mut ctx = CcCtx { now: 0, flow: &mut f };
-        a.on_start(&mut ctx);
-        a.on_send(&mut ctx, 4096);
-        ctx.flow.snd_nxt = 4096;
-        ctx.flow.snd_una = 4096;
-        a.on_ack(&mut ctx, &AckEvent { newly_acked: 4096, rtt: 5 * 8192 * NS, ..Default::default() });
-        ctx.now = 10_000_000;
-        a.on_timer(&mut ctx);
-        assert!(ctx.flow.decision_due);
-        a.apply(&mut ctx, -1.0);
-        ctx.flow.decision_due = false;
+        let (mut a, mut f) = after_one_message(cfg);
+        let mut ctx = CcCtx { now: 10_000_000, flow: &mut f };
         // Idle: a probe every hold_ticks + 1 = 3 ticks, no decision without a reply.
         let mut probes = vec![];
         for k in 2..8 {
