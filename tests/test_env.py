@@ -132,6 +132,39 @@ def test_two_simulations_in_one_pool() -> None:
     assert pool.summary(1)["seed"] == 2
 
 
+def test_a_pooled_simulation_runs_as_it_does_alone() -> None:
+    # The pool steps its simulations in parallel or one after the other, as the last step's
+    # work suggests; neither may change what a simulation does.
+    agent = {"policy_delay": "2us", "trigger": "acks", "every_acks": 4}
+
+    def per_sim(seeds: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        pool = AgentPool(
+            [SCENARIO] * len(seeds),
+            seeds=[[s] for s in seeds],
+            overrides=star(4, "1ms"),
+            agent=agent,
+            auto_reset=False,
+        )
+        rows: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {s: [] for s in seeds}
+        while not pool.all_over:
+            b = pool.step()
+            for i, s in enumerate(seeds):
+                rows[s].append((b.time_s[b.sim == i], b.obs[b.sim == i]))
+            # Each row's action depends on that row alone, so it is the same in any batch.
+            pool.act(np.tanh(b.obs.sum(axis=1) * 0.3 - 0.1).astype(np.float32))
+        return {
+            s: (np.concatenate([t for t, _ in r]), np.concatenate([o for _, o in r]))
+            for s, r in rows.items()
+        }
+
+    pooled = per_sim([1, 2, 3])
+    for seed in (1, 2, 3):
+        alone = per_sim([seed])[seed]
+        assert len(alone[0]) > 50
+        assert np.array_equal(pooled[seed][0], alone[0])
+        assert np.array_equal(pooled[seed][1], alone[1])
+
+
 def test_pool_auto_reset_and_determinism() -> None:
     def trajectory() -> tuple[AgentPool, list[Batch]]:
         pool = AgentPool(SCENARIO, seeds=[5, 6], overrides=star(2, "0.5ms"), agent=INTERVAL)

@@ -243,6 +243,9 @@ def measure_agent(
     except ImportError as e:
         raise ImportError("`ccgym perf --agent` needs PyTorch (pip install 'ccgym[train]')") from e
     sim_mod = native()
+    # As in the trainers: a 12-unit layer gains nothing from intra-op threads, and their
+    # spinning takes the cores the pool's simulations run on (measured: half the decisions/s).
+    torch.set_num_threads(1)
     policy_net = torch.nn.Sequential(
         torch.nn.Linear(4, 12, bias=False),
         torch.nn.ReLU(),

@@ -198,7 +198,7 @@ fn batch_dict<'py>(py: Python<'py>, b: Batch, dim: usize, sim_index: Option<Vec<
 }
 
 /// Several simulations stepped together: one batch holds the decisions of
-/// all of them, and the simulations run on all cores.
+/// all of them, and the simulations run on all cores when there is enough work between batches.
 #[pyclass(module = "ccgym._sim")]
 struct Pool {
     sims: Vec<Option<Core>>,
@@ -206,7 +206,16 @@ struct Pool {
     dim: usize,
     /// Entries per simulation in the last batch (to split the actions).
     last_counts: Vec<usize>,
+    /// Wall nanoseconds each simulation took to reach the last batch: the forecast of the next
+    /// step's work, which decides whether stepping in parallel pays for waking the workers.
+    last_work_ns: Vec<u64>,
 }
+
+/// Work (ns) that the simulations other than the longest one must have for a parallel step to
+/// pay: about what waking a rayon worker and joining it cost on the 2-core development machine
+/// (measured: 2 x 1024-to-1 pool, probe trigger, zero policy delay; 6 us per step for one
+/// simulation, 20 us for two in parallel).
+const PARALLEL_STEP_MIN_NS: u64 = 15_000;
 
 #[pymethods]
 impl Pool {
@@ -231,7 +240,13 @@ impl Pool {
             return Err(ScenarioError::new_err(format!("observation lengths differ across the pool: {dims:?}")));
         }
         let n = sims.len();
-        Ok(Pool { sims, over: vec![false; n], dim: dims[0], last_counts: vec![0; n] })
+        Ok(Pool {
+            sims,
+            over: vec![false; n],
+            dim: dims[0],
+            last_counts: vec![0; n],
+            last_work_ns: vec![PARALLEL_STEP_MIN_NS; n],
+        })
     }
 
     /// Number of simulations.
@@ -257,30 +272,60 @@ impl Pool {
         self.sims.iter().map(|s| s.as_ref().map_or(0, |s| s.event_count)).collect()
     }
 
-    /// Steps every simulation that is not over (in parallel) and returns one
-    /// batch: `sim`, `flow`, `time_s`, `obs`, `reward`, `done`, `truncated`.
+    /// Steps every simulation that is not over (in parallel when the last step's
+    /// work was worth waking a worker for) and returns one batch: `sim`, `flow`,
+    /// `time_s`, `obs`, `reward`, `done`, `truncated`.
     fn step<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut sims: Vec<Option<Core>> = self.sims.iter_mut().map(|s| s.take()).collect();
         let over = self.over.clone();
+        // Parallel only when the last step's work beyond its longest simulation outweighs
+        // waking the workers: with a small policy delay a batch holds a few decisions and the
+        // simulations run a few microseconds between two of them.
+        let live: Vec<u64> = (0..sims.len()).filter(|&i| !over[i]).map(|i| self.last_work_ns[i]).collect();
+        let parallel = live.len() > 1
+            && live.iter().fold(0u64, |a, &w| a.saturating_add(w)) - live.iter().copied().max().unwrap_or(0)
+                >= PARALLEL_STEP_MIN_NS;
         let (sims, results) = py.detach(move || {
             guarded("pool step", move || {
-                // rayon's workers persist across calls: no thread start-up per batch.
-                use rayon::prelude::*;
-                let results: Vec<Result<bool, String>> = sims
-                    .par_iter_mut()
-                    .zip(over.par_iter())
-                    .map(|(s, &o)| match s.as_mut() {
+                let step = |s: &mut Option<Core>, o: bool| -> (Result<bool, String>, u64) {
+                    let t0 = Instant::now();
+                    let r = match s.as_mut() {
                         Some(sim) if !o => sim.agent_step(),
                         _ => Ok(true),
-                    })
-                    .collect();
+                    };
+                    (r, t0.elapsed().as_nanos() as u64)
+                };
+                let mut results: Vec<(Result<bool, String>, u64)> = vec![(Ok(true), 0); sims.len()];
+                let pairs = sims.iter_mut().zip(over.iter()).zip(results.iter_mut());
+                if parallel {
+                    // The calling thread steps the first simulation and rayon's persistent
+                    // workers the others: one worker fewer to wake.
+                    rayon::in_place_scope(|scope| {
+                        let mut pairs = pairs;
+                        let first = pairs.next();
+                        for ((s, &o), r) in pairs {
+                            scope.spawn(move |_| *r = step(s, o));
+                        }
+                        if let Some(((s, &o), r)) = first {
+                            *r = step(s, o);
+                        }
+                    });
+                } else {
+                    for ((s, &o), r) in pairs {
+                        *r = step(s, o);
+                    }
+                }
                 (sims, results)
             })
         })?;
         self.sims = sims;
+        for (w, (_, ns)) in self.last_work_ns.iter_mut().zip(&results) {
+            *w = *ns;
+        }
+        let results = results.into_iter().map(|(r, _)| r);
         let mut merged = Batch::default();
         let mut index = vec![];
-        for (i, r) in results.into_iter().enumerate() {
+        for (i, r) in results.enumerate() {
             let sim = self.sims[i].as_ref().ok_or_else(|| InternalError::new_err("a simulation failed earlier"))?;
             if self.over[i] {
                 self.last_counts[i] = 0;
@@ -337,6 +382,7 @@ impl Pool {
         self.sims[i] = Some(sim);
         self.over[i] = false;
         self.last_counts[i] = 0;
+        self.last_work_ns[i] = PARALLEL_STEP_MIN_NS;
         Ok(())
     }
 
