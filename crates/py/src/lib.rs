@@ -282,9 +282,8 @@ impl Pool {
         // waking the workers: with a small policy delay a batch holds a few decisions and the
         // simulations run a few microseconds between two of them.
         let live: Vec<u64> = (0..sims.len()).filter(|&i| !over[i]).map(|i| self.last_work_ns[i]).collect();
-        let parallel = live.len() > 1
-            && live.iter().fold(0u64, |a, &w| a.saturating_add(w)) - live.iter().copied().max().unwrap_or(0)
-                >= PARALLEL_STEP_MIN_NS;
+        let longest = live.iter().copied().max().unwrap_or(0);
+        let parallel = live.len() > 1 && live.iter().sum::<u64>() - longest >= PARALLEL_STEP_MIN_NS;
         let (sims, results) = py.detach(move || {
             guarded("pool step", move || {
                 let step = |s: &mut Option<Core>, o: bool| -> (Result<bool, String>, u64) {
