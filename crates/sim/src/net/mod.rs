@@ -2,4 +2,5 @@
 //! (shared buffer, dynamic thresholds, PFC).
 
 pub mod port;
+pub mod rank_queue;
 pub mod switch;
