@@ -2,5 +2,6 @@
 //! (shared buffer, dynamic thresholds, PFC).
 
 pub mod port;
+pub mod prio_queue;
 pub mod rank_queue;
 pub mod switch;
