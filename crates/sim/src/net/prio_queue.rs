@@ -3,9 +3,8 @@
 //!
 //! Every packet carries a priority (0 is the most urgent data priority, up to
 //! 7); control packets (grants, tokens, ACKs; PFC frames keep their own path
-//! ahead of every queue) go to the control
-//! band, which is always served first and is never paused. Within a band,
-//! packets leave in arrival order. A port with fewer than eight levels maps
+//! ahead of every queue) go to the control band, which is always served first
+//! and is never paused. Within a band, packets leave in arrival order. A port with fewer than eight levels maps
 //! the priorities it lacks onto its lowest level, as Homa's scheduler caps
 //! `rank + P - P_s` at `P - 1`.
 //!
