@@ -1,6 +1,7 @@
 //! Network elements: ports (queues, schedulers, ECN, wire) and switch memory
 //! (shared buffer, dynamic thresholds, PFC).
 
+pub mod buffer;
 pub mod port;
 pub mod prio_queue;
 pub mod rank_queue;
