@@ -2,6 +2,7 @@
 //! (shared buffer, dynamic thresholds, PFC).
 
 pub mod buffer;
+pub mod link_config;
 pub mod link_model;
 pub mod port;
 pub mod prio_queue;
