@@ -38,8 +38,9 @@
 //! subtracted): about 515, 560 and 600 instructions per packet at n = 24
 //! (36 KB of 1500 B packets, pFabric's size), 240 and 2,400 queued packets.
 //! A linear scan over the packets in arrival order (the plain reading of the
-//! rules) costs 550, 5,150 and 72,500, and two index arrays kept sorted by (rank, arrival) and
-//! (flow, arrival) cost 550, 970 and 6,950 (their `memmove`s grow with n). So
+//! rules) costs 550, 5,150 and 72,500, and two index arrays kept sorted by
+//! (rank, arrival) and (flow, arrival) cost 550, 970 and 6,950 (their
+//! `memmove`s grow with n). So
 //! this costs what a scan costs at pFabric's size and stays flat when a
 //! scenario gives the port a large buffer. Nothing is allocated per packet
 //! once the arrays have grown to the largest occupancy seen
