@@ -1,0 +1,55 @@
+//! The application.
+
+use super::Simulation;
+use crate::cc::CongestionControl;
+use crate::engine::Event;
+use crate::workload::UNLIMITED;
+
+/// An item of the application data schedule.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum AppAction {
+    Start,
+    Message(u64),
+    Stop,
+}
+
+impl Simulation {
+    pub(super) fn on_app_data(&mut self) {
+        while self.app_next < self.app.len() && self.app[self.app_next].0 <= self.now {
+            let (_, fid, action) = self.app[self.app_next];
+            self.app_next += 1;
+            let f = &mut self.flows[fid as usize];
+            match action {
+                AppAction::Start => {
+                    f.started = true;
+                    f.mi_start = self.now;
+                    f.ctl.app_limit = if f.ctl.size == UNLIMITED {
+                        UNLIMITED
+                    } else if f.messages.is_empty() {
+                        f.ctl.size
+                    } else {
+                        f.messages[0].1
+                    };
+                    f.next_avail = self.now as f64;
+                    self.cc_event(fid, |cc, ctx| cc.on_start(ctx));
+                }
+                AppAction::Message(b) => {
+                    f.ctl.app_limit = f.ctl.app_limit.saturating_add(b).min(f.ctl.size);
+                    self.schedule_flow(fid);
+                }
+                AppAction::Stop => {
+                    if f.finished.is_none() {
+                        // Stop offering data; what was sent still completes.
+                        f.ctl.app_limit = f.ctl.app_limit.min(f.ctl.snd_nxt.max(f.max_sent));
+                        f.ctl.size = f.ctl.app_limit;
+                        f.messages.retain(|m| m.1 <= f.ctl.app_limit);
+                        self.after_progress(fid);
+                    }
+                }
+            }
+        }
+        if let Some(&(t, _, _)) = self.app.get(self.app_next) {
+            self.events.push(t, Event::AppData);
+        }
+    }
+}

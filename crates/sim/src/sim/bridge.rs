@@ -1,0 +1,299 @@
+//! The agent bridge.
+
+use super::Simulation;
+use crate::agent::{ActionMap, AgentSpec};
+use crate::cc::{Cc, CcCtx};
+use crate::config::{CfgResult, ConfigError, Scenario};
+use crate::engine::Event;
+use crate::policy::{Mlp, Precision};
+use crate::units::Time;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Decision requests (and ends) of agent flows, in the order they arose.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    /// Flow (agent) ids.
+    pub flows: Vec<u32>,
+    /// Simulated time of each request.
+    pub times: Vec<Time>,
+    /// Observations, one row of `dim` values per entry.
+    pub obs: Vec<f32>,
+    /// Reward of each agent's previous action.
+    pub rewards: Vec<f32>,
+    /// The flow ended (its data is all delivered or it stopped): no action needed.
+    pub done: Vec<bool>,
+    /// The run ended with the flow still active: no action needed.
+    pub truncated: Vec<bool>,
+}
+
+impl Batch {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.flows.clear();
+        self.times.clear();
+        self.obs.clear();
+        self.rewards.clear();
+        self.done.clear();
+        self.truncated.clear();
+    }
+}
+
+/// The simulator side of the agent bridge (see `crate::agent`).
+pub struct Bridge {
+    /// The checked `[agent]` table.
+    pub spec: Arc<AgentSpec>,
+    /// Observation length.
+    pub dim: usize,
+    /// The batch being collected or waiting for actions.
+    pub batch: Batch,
+    /// A batch is out and waits for `agent_act`.
+    awaiting: bool,
+    /// The stepping API is in use (otherwise external decisions keep the rate).
+    stepping: bool,
+    /// Truncation entries were emitted.
+    ended: bool,
+    /// Native policy and its scratch space.
+    native: Option<(Mlp, Vec<f32>)>,
+    /// Decisions requested so far.
+    pub decisions: u64,
+}
+
+impl Simulation {
+    /// A decision of agent flow `fid` is due: answer it natively or queue it.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn on_decision(&mut self, fid: u32) {
+        let now = self.now;
+        let Some(bridge) = self.bridge.as_mut() else { return };
+        let Cc::Agent(agent) = &mut self.flows[fid as usize].cc else { return };
+        bridge.decisions += 1;
+        let action = if let Some((mlp, scratch)) = bridge.native.as_mut() {
+            let mut out = [0f32; 64];
+            let n = mlp.outputs().min(64);
+            mlp.forward(agent.observation(), &mut out[..n], scratch);
+            if n > 1 {
+                // Several outputs: a discrete policy's scores; take the best.
+                (0..n).max_by(|&i, &j| out[i].total_cmp(&out[j])).unwrap_or(0) as f32
+            } else {
+                out[0]
+            }
+        } else if bridge.stepping {
+            let b = &mut bridge.batch;
+            b.flows.push(fid);
+            b.times.push(now);
+            b.obs.extend_from_slice(agent.observation());
+            b.rewards.push(agent.last_reward);
+            b.done.push(false);
+            b.truncated.push(false);
+            return;
+        } else {
+            // Nobody is stepping this simulation: hold the rate.
+            neutral_action(&bridge.spec.action)
+        };
+        self.schedule_action(fid, now, action);
+    }
+
+    /// Applies `action` for the request made at `at` once the policy delay has passed.
+    pub(super) fn schedule_action(&mut self, fid: u32, at: Time, action: f32) {
+        let delay = self.bridge.as_ref().map_or(0, |b| b.spec.policy_delay);
+        if delay == 0 {
+            self.cc_event(fid, |cc, ctx| {
+                if let Cc::Agent(a) = cc {
+                    a.apply(ctx, action)
+                }
+            });
+        } else {
+            if let Cc::Agent(a) = &mut self.flows[fid as usize].cc {
+                a.pending_action = action;
+            }
+            self.events.push(at + delay, Event::ApplyAction { flow: fid });
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn on_apply_action(&mut self, fid: u32) {
+        let f = &self.flows[fid as usize];
+        if f.finished.is_some() {
+            return;
+        }
+        let Cc::Agent(a) = &f.cc else { return };
+        let action = a.pending_action;
+        self.cc_event(fid, |cc, ctx| {
+            if let Cc::Agent(a) = cc {
+                a.apply(ctx, action)
+            }
+        });
+    }
+
+    /// Reports the end of agent flow `fid` to the policy (done or truncated).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn agent_ended(&mut self, fid: u32, truncated: bool) {
+        let now = self.now;
+        let Some(bridge) = self.bridge.as_mut() else { return };
+        if !bridge.stepping || bridge.native.is_some() {
+            return;
+        }
+        let f = &mut self.flows[fid as usize];
+        let Cc::Agent(agent) = &mut f.cc else { return };
+        let ctx = CcCtx { now, flow: &mut f.ctl };
+        let reward = agent.finish(&ctx);
+        let b = &mut bridge.batch;
+        b.flows.push(fid);
+        b.times.push(now);
+        b.obs.extend_from_slice(agent.observation());
+        b.rewards.push(reward);
+        b.done.push(!truncated);
+        b.truncated.push(truncated);
+    }
+
+    /// Runs until the policy must answer: returns a batch of decision
+    /// requests (see [`Simulation::batch`]) and whether the run is over.
+    ///
+    /// With `policy_delay` 0 a batch holds the requests made at one instant
+    /// (blocking semantics); with a positive delay the simulation keeps going
+    /// until the first request's action is due, so the batch gathers every
+    /// request made meanwhile.
+    pub fn agent_step(&mut self) -> Result<bool, String> {
+        let Some(bridge) = self.bridge.as_mut() else {
+            return Err("this scenario has no [agent] table".into());
+        };
+        if bridge.native.is_some() {
+            return Err("this scenario's agents use a native policy; run it with run_until".into());
+        }
+        if bridge.awaiting {
+            return Err("answer the last batch with agent_act() before stepping again".into());
+        }
+        bridge.stepping = true;
+        bridge.batch.clear();
+        let delay = bridge.spec.policy_delay;
+        loop {
+            let first = {
+                let b = &self.bridge.as_ref().expect("bridge").batch;
+                (0..b.len()).find(|&i| !b.done[i] && !b.truncated[i]).map(|i| b.times[i])
+            };
+            let Some(t) = self.events.peek_time().filter(|&t| t <= self.end) else { break };
+            if let Some(t0) = first {
+                if (delay == 0 && t > t0) || (delay > 0 && t >= t0 + delay) {
+                    let bridge = self.bridge.as_mut().expect("bridge");
+                    bridge.awaiting = true;
+                    return Ok(false);
+                }
+            }
+            let (time, ev) = self.events.pop().expect("peeked");
+            self.now = time;
+            self.event_count += 1;
+            self.dispatch(ev);
+        }
+        // Out of events before the end, or at the end: the run is over.
+        self.now = self.end;
+        if !self.bridge.as_ref().expect("bridge").ended {
+            self.bridge.as_mut().expect("bridge").ended = true;
+            for fid in 0..self.flows.len() as u32 {
+                let f = &self.flows[fid as usize];
+                if f.started && f.finished.is_none() && matches!(f.cc, Cc::Agent(_)) {
+                    self.agent_ended(fid, true);
+                }
+            }
+        }
+        let bridge = self.bridge.as_mut().expect("bridge");
+        bridge.awaiting = bridge.batch.done.iter().zip(&bridge.batch.truncated).any(|(d, t)| !d && !t);
+        Ok(true)
+    }
+
+    /// The batch returned by the last [`Simulation::agent_step`].
+    pub fn batch(&self) -> Option<&Batch> {
+        self.bridge.as_ref().map(|b| &b.batch)
+    }
+
+    /// Answers the last batch: one action per entry (entries that are done or
+    /// truncated take none; their value is ignored).
+    pub fn agent_act(&mut self, actions: &[f32]) -> Result<(), String> {
+        let Some(bridge) = self.bridge.as_mut() else {
+            return Err("this scenario has no [agent] table".into());
+        };
+        let n = bridge.batch.len();
+        if actions.len() != n {
+            return Err(format!("expected {n} actions (one per batch entry), got {}", actions.len()));
+        }
+        if !bridge.awaiting {
+            return Ok(());
+        }
+        bridge.awaiting = false;
+        let batch = std::mem::take(&mut bridge.batch);
+        for (i, &a) in actions.iter().enumerate() {
+            if batch.done[i] || batch.truncated[i] {
+                continue;
+            }
+            self.schedule_action(batch.flows[i], batch.times[i], a);
+        }
+        self.bridge.as_mut().expect("bridge").batch = batch;
+        Ok(())
+    }
+}
+
+/// The action that leaves an agent's rate unchanged.
+fn neutral_action(map: &ActionMap) -> f32 {
+    match map {
+        ActionMap::Discrete(t) => {
+            t.iter().enumerate().min_by(|a, b| (a.1 - 1.0).abs().total_cmp(&(b.1 - 1.0).abs())).map_or(0, |(i, _)| i)
+                as f32
+        }
+        ActionMap::Rate => f32::NAN,
+        _ => 0.0,
+    }
+}
+
+/// Builds the agent bridge of a scenario, loading its native policy if any.
+pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<Bridge>> {
+    let Some(cfg) = &sc.agent else { return Ok(None) };
+    let spec = AgentSpec::from_config(cfg)?;
+    let dim = spec.obs_dim();
+    let native = if cfg.policy == "external" {
+        None
+    } else {
+        let precision = match cfg.precision.as_str() {
+            "float32" => Precision::Float32,
+            "int8" => Precision::Int8,
+            other => {
+                return Err(ConfigError::new("agent.precision", format!("\"{other}\""), "use \"float32\" or \"int8\""))
+            }
+        };
+        let path = base_dir.join(&cfg.policy);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            ConfigError::new("agent.policy", format!("\"{}\"", cfg.policy), format!("cannot read the policy file: {e}"))
+        })?;
+        let mlp = Mlp::from_json(&text, precision)
+            .map_err(|e| ConfigError::new("agent.policy", format!("\"{}\"", cfg.policy), e))?;
+        if mlp.inputs() != dim {
+            return Err(ConfigError::new(
+                "agent.policy",
+                format!("\"{}\"", cfg.policy),
+                format!("the policy takes {} inputs but [agent] observations have {dim}", mlp.inputs()),
+            ));
+        }
+        let scratch = vec![0.0; mlp.scratch_len()];
+        Some((mlp, scratch))
+    };
+    Ok(Some(Bridge {
+        spec: Arc::new(spec),
+        dim,
+        batch: Batch::default(),
+        awaiting: false,
+        stepping: false,
+        ended: false,
+        native,
+        decisions: 0,
+    }))
+}

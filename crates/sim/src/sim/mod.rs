@@ -1,0 +1,146 @@
+//! The simulation: builds the network from a scenario and runs its events.
+//!
+//! Event handlers follow a packet's life: a host NIC picks a flow and
+//! transmits (`host_try_send`), the port serializes and puts the packet on the
+//! wire (`transmit`), it arrives at the peer (`on_arrive`), a switch admits,
+//! marks and queues it (`switch_receive`) and later dequeues it
+//! (`switch_try_send`), and the destination host consumes it
+//! (`host_receive`), answering with ACK/NACK/CNP/probe replies that travel
+//! back the same way.
+
+mod app;
+mod bridge;
+mod build;
+mod cc_glue;
+mod control;
+mod link;
+mod metrics;
+mod nic;
+mod receiver;
+mod switch;
+mod transport;
+
+pub use bridge::{Batch, Bridge};
+pub use metrics::{Conservation, Series};
+
+use crate::cc::CongestionControl;
+use crate::config::Scenario;
+use crate::engine::{Event, EventQueue};
+use crate::host::{Flow, Host};
+use crate::net::port::{Port, Red};
+use crate::net::switch::Mmu;
+use crate::packet::PacketPool;
+use crate::topology::Topology;
+use crate::units::Time;
+use app::AppAction;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// A running simulation.
+pub struct Simulation {
+    /// The scenario it runs.
+    pub scenario: Scenario,
+    /// The network graph.
+    pub topo: Topology,
+    /// All ports.
+    pub ports: Vec<Port>,
+    /// Host NICs.
+    pub hosts: Vec<Host>,
+    /// Switch buffers, indexed by switch.
+    pub mmus: Vec<Mmu>,
+    /// Local index of each port within its node.
+    port_local: Vec<u16>,
+    /// All flows.
+    pub flows: Vec<Flow>,
+    /// Packet pool.
+    pub pool: PacketPool,
+    events: EventQueue,
+    rng: Xoshiro256PlusPlus,
+    /// `host.tx_jitter` (read on every host transmission).
+    tx_jitter: f64,
+    now: Time,
+    end: Time,
+    window: (Time, Time),
+    in_window: bool,
+    app: Vec<(Time, u32, AppAction)>,
+    app_next: usize,
+    /// Events processed.
+    pub event_count: u64,
+    /// Packet transmissions over links.
+    pub packet_hops: u64,
+    /// Conservation counters.
+    pub cons: Conservation,
+    /// Sampled time series.
+    pub series: Series,
+    sample_interval: Time,
+    max_outstanding: u64,
+    burst: u64,
+    ecn_red: Option<Red>,
+    /// The agent bridge, when the scenario has an `[agent]` table.
+    pub bridge: Option<Bridge>,
+}
+
+impl Simulation {
+    /// Current simulated time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// End of the run.
+    pub fn end(&self) -> Time {
+        self.end
+    }
+
+    /// Pending events (for diagnostics).
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Runs every event up to and including time `t` (capped at the end of the
+    /// run); returns true when the run is over.
+    pub fn run_until(&mut self, t: Time) -> bool {
+        let t = t.min(self.end);
+        while let Some(et) = self.events.peek_time() {
+            if et > t {
+                break;
+            }
+            let (time, ev) = self.events.pop().expect("peeked");
+            self.now = time;
+            self.event_count += 1;
+            self.dispatch(ev);
+        }
+        self.now = self.now.max(t);
+        self.now >= self.end
+    }
+
+    pub(super) fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::TxDone { port } => {
+                let pt = &mut self.ports[port as usize];
+                pt.tx_pending = false;
+                self.try_send(port);
+            }
+            Event::Arrive { port } => self.on_arrive(port),
+            Event::NicWake { host } => {
+                if self.hosts[host as usize].wake_at == self.now {
+                    self.hosts[host as usize].wake_at = Time::MAX;
+                    let p = self.hosts[host as usize].port;
+                    self.try_send(p);
+                }
+            }
+            Event::AppData => self.on_app_data(),
+            Event::RtoSweep { .. } => self.rto_sweep(),
+            Event::CcTimer { flow, generation } => {
+                let f = &mut self.flows[flow as usize];
+                if f.timer_gen == generation && f.finished.is_none() {
+                    f.timer_at = None;
+                    f.ctl.timer = None;
+                    self.cc_event(flow, |cc, ctx| cc.on_timer(ctx));
+                }
+            }
+            Event::ApplyAction { flow } => self.on_apply_action(flow),
+            Event::Sample => self.take_sample(),
+            Event::WindowStart => self.window_start(),
+            Event::WindowEnd => self.window_end(),
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The NIC transmit scheduler.
+
+use super::Simulation;
+use crate::cc::{CcCtx, CongestionControl};
+use crate::engine::Event;
+use crate::host::SchedState;
+use crate::packet::{PacketKind, PktId};
+use crate::topology::NodeKind;
+use crate::units::{Time, SEC};
+use std::cmp::Reverse;
+
+impl Simulation {
+    pub(super) fn host_of_port(&self, port: u32) -> u32 {
+        match self.topo.nodes[self.ports[port as usize].node as usize].kind {
+            NodeKind::Host(h) => h,
+            NodeKind::Switch(_) => unreachable!("not a host port"),
+        }
+    }
+
+    /// Puts a flow that may be able to send into its NIC's scheduler.
+    pub(super) fn schedule_flow(&mut self, fid: u32) {
+        let f = &mut self.flows[fid as usize];
+        if f.sched != SchedState::Idle || !f.can_send(self.max_outstanding) {
+            return;
+        }
+        let h = f.src as usize;
+        let port = self.hosts[h].port;
+        if self.ports[port as usize].is_paused(f.class) {
+            f.sched = SchedState::Parked;
+            self.hosts[h].parked.push(fid);
+            return;
+        }
+        let t = f.next_avail.ceil() as Time;
+        if t <= self.now {
+            f.sched = SchedState::Ready;
+            self.hosts[h].ready.push_back(fid);
+            self.try_send(port);
+        } else {
+            f.sched = SchedState::Sleeping;
+            f.sched_gen = f.sched_gen.wrapping_add(1);
+            self.hosts[h].sleeping.push(Reverse((t, fid, f.sched_gen)));
+            self.arm_nic(h as u32, t);
+        }
+    }
+
+    pub(super) fn arm_nic(&mut self, h: u32, t: Time) {
+        let host = &mut self.hosts[h as usize];
+        if t < host.wake_at {
+            host.wake_at = t;
+            self.events.push(t, Event::NicWake { host: h });
+        }
+    }
+
+    /// Picks the flow whose packet goes next, or `None`.
+    pub(super) fn host_pick(&mut self, h: u32) -> Option<u32> {
+        let now = self.now;
+        let port = self.hosts[h as usize].port;
+        if let Some(c) = self.hosts[h as usize].current {
+            let f = &self.flows[c as usize];
+            let paused = self.ports[port as usize].is_paused(f.class);
+            if self.hosts[h as usize].burst_left > 0 && !paused && f.can_send(self.max_outstanding) {
+                return Some(c);
+            }
+            self.hosts[h as usize].current = None;
+            self.flows[c as usize].sched = SchedState::Idle;
+            self.schedule_flow(c);
+        }
+        let host = &mut self.hosts[h as usize];
+        while let Some(&Reverse((t, fid, gen))) = host.sleeping.peek() {
+            if t > now {
+                break;
+            }
+            host.sleeping.pop();
+            let f = &mut self.flows[fid as usize];
+            if f.sched == SchedState::Sleeping && f.sched_gen == gen {
+                f.sched = SchedState::Ready;
+                host.ready.push_back(fid);
+            }
+        }
+        while let Some(fid) = host.ready.pop_front() {
+            let f = &mut self.flows[fid as usize];
+            if f.sched != SchedState::Ready {
+                continue;
+            }
+            if self.ports[port as usize].is_paused(f.class) {
+                f.sched = SchedState::Parked;
+                host.parked.push(fid);
+                continue;
+            }
+            if !f.can_send(self.max_outstanding) {
+                f.sched = SchedState::Idle;
+                continue;
+            }
+            f.sched = SchedState::Current;
+            host.current = Some(fid);
+            host.burst_left = self.burst;
+            return Some(fid);
+        }
+        if let Some(&Reverse((t, _, _))) = host.sleeping.peek() {
+            self.arm_nic(h, t);
+        }
+        None
+    }
+
+    pub(super) fn host_try_send(&mut self, port: u32) {
+        let pt = &mut self.ports[port as usize];
+        let control = match pt.pfc_out.pop_front() {
+            Some(pid) => Some(pid),
+            None => pt.queues[0].pkts.pop_front().inspect(|&pid| {
+                let size = self.pool.get(pid).size as u64;
+                pt.queues[0].bytes -= size;
+                pt.queued -= size;
+            }),
+        };
+        if let Some(pid) = control {
+            self.transmit(port, pid);
+            // Control packets go first, so this opportunity did not look at the
+            // flows waiting for their pacer: make sure the NIC wakes up for the
+            // earliest of them, or a steady stream of ACKs could starve them.
+            let h = self.host_of_port(port);
+            let busy_until = self.ports[port as usize].busy_until;
+            if let Some(&Reverse((t, _, _))) = self.hosts[h as usize].sleeping.peek() {
+                self.arm_nic(h, t.max(busy_until));
+            }
+            return;
+        }
+        let h = self.host_of_port(port);
+        let Some(fid) = self.host_pick(h) else { return };
+        let pid = self.make_data(fid);
+        let size = self.pool.get(pid).size;
+        self.cons.sent_bytes += size as u64;
+        self.transmit(port, pid);
+        let burst_end = {
+            let host = &mut self.hosts[h as usize];
+            host.burst_left = host.burst_left.saturating_sub(size as u64);
+            host.burst_left == 0
+        };
+        // The most frequent CC event: skip the bookkeeping when it changed nothing.
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        let (old_rate, old_timer) = (f.ctl.rate, f.ctl.timer);
+        f.cc.on_send(&mut CcCtx { now, flow: &mut f.ctl }, size);
+        if f.ctl.rate != old_rate || f.ctl.timer != old_timer || f.ctl.probe_requested || f.ctl.decision_due {
+            self.after_cc(fid, old_rate, old_timer);
+        }
+        let f = &self.flows[fid as usize];
+        if (burst_end || !f.can_send(self.max_outstanding)) && self.hosts[h as usize].current == Some(fid) {
+            self.hosts[h as usize].current = None;
+            self.flows[fid as usize].sched = SchedState::Idle;
+            self.schedule_flow(fid);
+        }
+    }
+
+    /// Builds the next data packet of flow `fid` and advances its sender state.
+    pub(super) fn make_data(&mut self, fid: u32) -> PktId {
+        let pk = &self.scenario.packets;
+        let int_header = self.scenario.switch.int_header;
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        let seq = f.retx.take().unwrap_or(f.ctl.snd_nxt);
+        let payload = (f.ctl.app_limit.max(f.max_sent) - seq).min(pk.payload as u64) as u32;
+        let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 };
+        if f.inflight() == 0 {
+            f.last_progress = now;
+        }
+        let pid = self.pool.alloc();
+        let p = self.pool.get_mut(pid);
+        p.kind = PacketKind::Data;
+        p.flow = fid;
+        p.src = f.src;
+        p.dst = f.dst;
+        p.seq = seq;
+        p.payload = payload;
+        p.size = size;
+        p.class = f.class;
+        p.ts_tx = now;
+        p.want_int = f.ctl.want_int;
+        p.n_int = 0;
+        if f.ctl.probe_requested {
+            f.ctl.probe_requested = false;
+            p.probe = true;
+        }
+        if seq < f.max_sent {
+            f.retx_bytes += payload as u64;
+        }
+        if seq == f.ctl.snd_nxt {
+            f.ctl.snd_nxt += payload as u64;
+        }
+        f.max_sent = f.max_sent.max(f.ctl.snd_nxt);
+        f.sent_bytes += size as u64;
+        f.mi_bytes += size as u64;
+        f.mi_pkts += 1;
+        f.last_pkt_bytes = size;
+        let gap = size as f64 * 8.0 * SEC as f64 / f.ctl.rate;
+        f.next_avail = f.next_avail.max(now as f64) + gap;
+        pid
+    }
+
+    /// Queues a control packet on host `h`'s NIC (served before data).
+    pub(super) fn send_control(&mut self, h: u32, pid: PktId) {
+        let port = self.hosts[h as usize].port;
+        let size = self.pool.get(pid).size as u64;
+        let pt = &mut self.ports[port as usize];
+        pt.queues[0].pkts.push_back(pid);
+        pt.queues[0].bytes += size;
+        pt.queued += size;
+        self.try_send(port);
+    }
+
+    /// Makes a control packet of flow `fid` travelling from `from` to `to`.
+    pub(super) fn control_packet(
+        &mut self,
+        fid: u32,
+        kind: PacketKind,
+        from: u32,
+        to: u32,
+        size: u32,
+        seq: u64,
+    ) -> PktId {
+        let data_class = self.flows[fid as usize].class;
+        let high = self.scenario.switch.ack_high_priority;
+        let pid = self.pool.alloc();
+        let p = self.pool.get_mut(pid);
+        p.kind = kind;
+        p.flow = fid;
+        p.src = from;
+        p.dst = to;
+        p.seq = seq;
+        p.size = size;
+        p.n_int = 0;
+        p.class = match kind {
+            PacketKind::Ack | PacketKind::Nack if !high => data_class,
+            PacketKind::Probe => data_class,
+            _ => 0,
+        };
+        pid
+    }
+}

@@ -1,0 +1,179 @@
+//! The receiver.
+
+use super::Simulation;
+use crate::cc::{CongestionControl, ProbeEvent, Transport};
+use crate::packet::{PacketKind, PktId};
+
+impl Simulation {
+    pub(super) fn host_receive(&mut self, h: u32, in_port: u32, pid: PktId) {
+        let kind = self.pool.get(pid).kind;
+        match kind {
+            PacketKind::Pfc => self.apply_pfc(in_port, pid),
+            PacketKind::Data => {
+                let size = self.pool.get(pid).size as u64;
+                self.cons.delivered_bytes += size;
+                self.receive_data(h, pid);
+            }
+            PacketKind::Probe => {
+                let (fid, src, ts) = {
+                    let p = self.pool.get(pid);
+                    (p.flow, p.src, p.ts_tx)
+                };
+                self.pool.free(pid);
+                let size = self.scenario.packets.probe;
+                let r = self.control_packet(fid, PacketKind::ProbeReply, h, src, size, 0);
+                self.pool.get_mut(r).ts_tx = ts;
+                self.send_control(h, r);
+            }
+            PacketKind::Ack => self.on_ack(pid),
+            PacketKind::Nack => {
+                let (fid, seq, ts) = {
+                    let p = self.pool.get(pid);
+                    (p.flow, p.seq, p.ts_tx)
+                };
+                self.pool.free(pid);
+                let rtt = self.now.saturating_sub(ts);
+                let f = &mut self.flows[fid as usize];
+                f.nacks += 1;
+                f.mi_nacks += 1;
+                if seq >= f.ctl.snd_una && f.finished.is_none() {
+                    // Everything below `seq` has arrived: go back to it.
+                    if seq > f.ctl.snd_una {
+                        f.ctl.snd_una = seq;
+                        f.last_progress = self.now;
+                    }
+                    f.ctl.snd_nxt = seq;
+                }
+                self.cc_event(fid, |cc, ctx| cc.on_nack(ctx, seq, rtt));
+                self.after_progress(fid);
+            }
+            PacketKind::Cnp => {
+                let fid = self.pool.get(pid).flow;
+                self.pool.free(pid);
+                let f = &mut self.flows[fid as usize];
+                f.cnps += 1;
+                f.mi_cnps += 1;
+                self.cc_event(fid, |cc, ctx| cc.on_cnp(ctx));
+            }
+            PacketKind::ProbeReply => {
+                let (fid, ts) = {
+                    let p = self.pool.get(pid);
+                    (p.flow, p.ts_tx)
+                };
+                self.pool.free(pid);
+                let now = self.now;
+                let f = &mut self.flows[fid as usize];
+                let ev = ProbeEvent {
+                    rtt: now - ts,
+                    bytes_sent: f.mi_bytes,
+                    packets_sent: f.mi_pkts,
+                    nacks: f.mi_nacks,
+                    cnps: f.mi_cnps,
+                    rate: f.ctl.rate,
+                    interval: now - f.mi_start,
+                };
+                f.mi_start = now;
+                f.mi_bytes = 0;
+                f.mi_pkts = 0;
+                f.mi_nacks = 0;
+                f.mi_cnps = 0;
+                self.cc_event(fid, |cc, ctx| cc.on_probe(ctx, &ev));
+            }
+        }
+    }
+
+    pub(super) fn receive_data(&mut self, h: u32, pid: PktId) {
+        let (fid, seq, payload, ce, probe, ts, hops, n_int) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.seq, p.payload as u64, p.ce, p.probe, p.ts_tx, p.hops, p.n_int)
+        };
+        let pk = self.scenario.packets.clone();
+        let host_cfg = &self.scenario.host;
+        let (ack_every, cnp_interval, nack_interval) =
+            (host_cfg.ack_every.max(1), host_cfg.cnp_interval.0, host_cfg.nack_interval.0);
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        let src = f.src;
+        let tcp = f.transport == Transport::Tcp;
+        let mut send_ack = false;
+        let mut send_nack = None;
+        if seq == f.rcv_nxt {
+            f.rcv_nxt += payload;
+            f.unacked_pkts += 1;
+            let mut filled = false;
+            while let Some(&(a, b)) = f.ooo.first() {
+                if a > f.rcv_nxt {
+                    break;
+                }
+                f.rcv_nxt = f.rcv_nxt.max(b);
+                f.ooo.remove(0);
+                filled = true;
+            }
+            let msg_end = f.messages.iter().any(|m| m.1 == f.rcv_nxt);
+            send_ack = f.unacked_pkts >= ack_every || f.rcv_nxt == f.ctl.size || msg_end || probe || filled;
+        } else if seq > f.rcv_nxt && tcp {
+            // Keep the segment and answer with a duplicate ACK at once.
+            insert_range(&mut f.ooo, seq, seq + payload);
+            send_ack = true;
+        } else if seq > f.rcv_nxt {
+            let expected = f.rcv_nxt;
+            let recent = matches!(f.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
+            if !recent {
+                f.last_nack = Some((now, expected));
+                send_nack = Some(expected);
+            }
+        } else {
+            // A duplicate after go-back-N: re-acknowledge so the sender catches up.
+            send_ack = true;
+        }
+        let send_cnp = ce && !tcp && cnp_interval > 0 && f.last_cnp.is_none_or(|t| now >= t + cnp_interval);
+        if send_cnp {
+            f.last_cnp = Some(now);
+        }
+        let rcv_nxt = f.rcv_nxt;
+        if send_ack {
+            f.unacked_pkts = 0;
+            let a = self.control_packet(fid, PacketKind::Ack, h, src, pk.ack, rcv_nxt);
+            let p = self.pool.get_mut(a);
+            p.ecn_echo = ce;
+            p.ts_tx = ts;
+            p.hops = hops;
+            p.probe = probe;
+            if n_int > 0 {
+                self.pool.move_int(pid, a);
+            }
+            self.send_control(h, a);
+        }
+        if let Some(expected) = send_nack {
+            let n = self.control_packet(fid, PacketKind::Nack, h, src, pk.nack, expected);
+            // The NACK echoes the timestamp of the packet that revealed the gap,
+            // as an ACK would (an RTT sample through the same queues).
+            self.pool.get_mut(n).ts_tx = ts;
+            self.send_control(h, n);
+        }
+        if send_cnp {
+            let c = self.control_packet(fid, PacketKind::Cnp, h, src, pk.cnp, 0);
+            self.send_control(h, c);
+        }
+        if probe {
+            let r = self.control_packet(fid, PacketKind::ProbeReply, h, src, pk.probe, 0);
+            self.pool.get_mut(r).ts_tx = ts;
+            self.send_control(h, r);
+        }
+        self.pool.free(pid);
+    }
+}
+
+/// Adds [a, b) to a sorted list of disjoint ranges, merging neighbours.
+fn insert_range(ranges: &mut Vec<(u64, u64)>, a: u64, b: u64) {
+    let i = ranges.partition_point(|r| r.1 < a);
+    let mut lo = a;
+    let mut hi = b;
+    let mut j = i;
+    while j < ranges.len() && ranges[j].0 <= hi {
+        lo = lo.min(ranges[j].0);
+        hi = hi.max(ranges[j].1);
+        j += 1;
+    }
+    ranges.splice(i..j, [(lo, hi)]);
+}

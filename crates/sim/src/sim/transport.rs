@@ -1,0 +1,138 @@
+//! Transports: loss recovery.
+
+use super::Simulation;
+use crate::cc::{AckEvent, CcCtx, CongestionControl, Transport};
+use crate::engine::Event;
+use crate::packet::PktId;
+use crate::units::{Time, SEC, US};
+
+impl Simulation {
+    pub(super) fn on_ack(&mut self, pid: PktId) {
+        let now = self.now;
+        let (fid, seq, ecn, ts, hops) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops)
+        };
+        let rto_min = self.scenario.host.rto_min.0;
+        let f = &mut self.flows[fid as usize];
+        let rtt = now - ts;
+        f.min_rtt = Some(f.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        let newly = seq.saturating_sub(f.ctl.snd_una);
+        let tcp = f.transport == Transport::Tcp;
+        let mut recovery_ended = false;
+        let mut fast_retransmit = false;
+        if newly > 0 {
+            f.ctl.snd_una = seq;
+            f.last_progress = now;
+            if f.ctl.snd_nxt < seq {
+                f.ctl.snd_nxt = seq;
+            }
+        }
+        if tcp {
+            // RFC 6298 estimator; the ACK echoes the send time of the very
+            // packet it answers, so retransmissions give valid samples too.
+            let r = rtt as f64;
+            let (srtt, var) = match f.srtt {
+                None => (r, r / 2.0),
+                Some((s, v)) => (0.875 * s + 0.125 * r, 0.75 * v + 0.25 * (s - r).abs()),
+            };
+            f.srtt = Some((srtt, var));
+            if newly > 0 {
+                f.rto = ((srtt + 4.0 * var) as Time).max(rto_min);
+                f.dup_acks = 0;
+                if let Some(rec) = f.recover {
+                    if seq >= rec {
+                        f.recover = None;
+                        recovery_ended = true;
+                    } else {
+                        // NewReno partial ACK: the next hole is lost too.
+                        f.retx = Some(seq);
+                    }
+                }
+            } else if f.inflight() > 0 && f.finished.is_none() {
+                f.dup_acks += 1;
+                if f.dup_acks == 3 && f.recover.is_none() {
+                    f.recover = Some(f.ctl.snd_nxt);
+                    f.retx = Some(f.ctl.snd_una);
+                    fast_retransmit = true;
+                }
+            }
+        }
+        if f.finished.is_none() {
+            let old_rate = f.ctl.rate;
+            let old_timer = f.ctl.timer;
+            let int = self.pool.int_records(pid);
+            f.last_int_hops = int.len() as u8;
+            let ev = AckEvent {
+                ack_seq: seq,
+                newly_acked: newly,
+                dup_acks: f.dup_acks,
+                in_recovery: f.recover.is_some(),
+                recovery_ended,
+                ecn_echo: ecn,
+                rtt,
+                hops: hops as u32,
+                int,
+            };
+            let mut ctx = CcCtx { now, flow: &mut f.ctl };
+            f.cc.on_ack(&mut ctx, &ev);
+            if fast_retransmit {
+                f.cc.on_fast_retransmit(&mut ctx);
+            }
+            self.after_cc(fid, old_rate, old_timer);
+        }
+        self.pool.free(pid);
+        self.after_progress(fid);
+    }
+
+    /// Bookkeeping after the cumulative ACK may have moved: completions and rescheduling.
+    pub(super) fn after_progress(&mut self, fid: u32) {
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        while f.msg_next < f.messages.len() && f.ctl.snd_una >= f.messages[f.msg_next].1 {
+            f.messages[f.msg_next].2 = Some(now);
+            f.msg_next += 1;
+        }
+        if f.finished.is_none() && f.ctl.snd_una >= f.ctl.app_limit && f.ctl.app_limit == f.ctl.size {
+            f.finished = Some(now);
+            f.timer_gen = f.timer_gen.wrapping_add(1);
+            self.agent_ended(fid, false);
+            return;
+        }
+        self.schedule_flow(fid);
+    }
+
+    /// Timeouts are checked by one periodic sweep over the flows rather than a
+    /// timer per flow: thousands of armed timers would bloat the event queue,
+    /// while a sweep costs a few ns per flow and fires within a quarter of
+    /// the timeout of its deadline.
+    pub(super) fn rto_sweep_period(&self) -> Time {
+        let h = &self.scenario.host;
+        let tcp = self.flows.iter().any(|f| f.transport == Transport::Tcp);
+        let shortest = if tcp { h.rto.0.min(h.rto_min.0) } else { h.rto.0 };
+        (shortest / 4).max(US)
+    }
+
+    pub(super) fn rto_sweep(&mut self) {
+        let now = self.now;
+        for fid in 0..self.flows.len() as u32 {
+            let f = &mut self.flows[fid as usize];
+            if !f.started || f.finished.is_some() || f.inflight() == 0 || now < f.last_progress + f.rto {
+                continue;
+            }
+            f.timeouts += 1;
+            f.last_progress = now;
+            f.ctl.snd_nxt = f.ctl.snd_una;
+            if f.transport == Transport::Tcp {
+                f.rto = (f.rto * 2).min(64 * SEC);
+                f.dup_acks = 0;
+                f.recover = None;
+                f.retx = None;
+            }
+            self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
+            self.schedule_flow(fid);
+        }
+        let period = self.rto_sweep_period();
+        self.events.push(now + period, Event::RtoSweep { host: 0 });
+    }
+}
