@@ -8,15 +8,15 @@ fn main() {
     for (i, f) in sim.flows.iter().enumerate() {
         println!(
             "flow {i} {}->{} sched {:?} una {} nxt {} app {} rate {:.3e} win {} next_avail {:.0} now {} timer {:?}",
-            f.src,
-            f.dst,
-            f.sched,
+            f.path.src,
+            f.path.dst,
+            f.snd.sched,
             f.ctl.snd_una,
             f.ctl.snd_nxt,
             f.ctl.app_limit,
             f.ctl.rate,
             f.ctl.window,
-            f.next_avail,
+            f.snd.next_avail,
             sim.now(),
             f.ctl.timer
         );

@@ -25,7 +25,7 @@ fn main() {
     );
     eprintln!(
         "sizeof Flow {} Packet {} Port {} Event {}",
-        std::mem::size_of::<ccgym_sim::host::Flow>(),
+        std::mem::size_of::<ccgym_sim::flow::Flow>(),
         std::mem::size_of::<ccgym_sim::packet::Packet>(),
         std::mem::size_of::<ccgym_sim::net::port::Port>(),
         std::mem::size_of::<ccgym_sim::engine::Event>()

@@ -25,6 +25,7 @@ pub mod agent;
 pub mod cc;
 pub mod config;
 pub mod engine;
+pub mod flow;
 pub mod host;
 pub mod metrics;
 pub mod net;

@@ -84,13 +84,17 @@ impl Simulation {
         let f = &self.flows[fid];
         let (a, b) = self.window();
         let b = b.min(self.now());
-        let start = f.start.max(a);
-        let end = f.finished.unwrap_or(b).min(f.stop.unwrap_or(b)).min(b);
-        if !f.started || end <= start {
+        let start = f.path.start.max(a);
+        let end = f.snd.finished.unwrap_or(b).min(f.path.stop.unwrap_or(b)).min(b);
+        if !f.snd.started || end <= start {
             return None;
         }
-        let d0 = f.delivered_at_window[0].unwrap_or(0);
-        let d1 = if self.now() >= self.window().1 { f.delivered_at_window[1].unwrap_or(f.rcv_nxt) } else { f.rcv_nxt };
+        let d0 = f.stats.delivered_at_window[0].unwrap_or(0);
+        let d1 = if self.now() >= self.window().1 {
+            f.stats.delivered_at_window[1].unwrap_or(f.rcv.rcv_nxt)
+        } else {
+            f.rcv.rcv_nxt
+        };
         Some((d1.saturating_sub(d0) as f64, ps_to_s(end - start)))
     }
 
@@ -161,12 +165,12 @@ impl Simulation {
         let mut host_active = vec![false; self.topo.n_hosts as usize];
         // Message streams are left out: their rate is their application's, not a share.
         for fid in 0..self.flows.len() {
-            if !self.flows[fid].messages.is_empty() {
+            if !self.flows[fid].snd.messages.is_empty() {
                 continue;
             }
             if let Some((bytes, secs)) = self.flow_window(fid) {
                 rates.push(bytes * 8.0 / secs / 1e9);
-                let src = self.flows[fid].src as usize;
+                let src = self.flows[fid].path.src as usize;
                 host_bytes[src] += bytes;
                 host_active[src] = true;
             }
@@ -178,16 +182,16 @@ impl Simulation {
         let mut msg_fct = vec![];
         let (mut completed, mut messages, mut messages_done) = (0, 0, 0);
         for f in &self.flows {
-            if let Some(t) = f.finished {
+            if let Some(t) = f.snd.finished {
                 completed += 1;
-                let counted = f.start >= wa && f.start < wb && f.stop.is_none();
-                if f.ctl.size != UNLIMITED && f.messages.is_empty() && f.ideal_fct > 0 && counted {
-                    let d = (t - f.start) as f64;
+                let counted = f.path.start >= wa && f.path.start < wb && f.path.stop.is_none();
+                if f.ctl.size != UNLIMITED && f.snd.messages.is_empty() && f.stats.ideal_fct > 0 && counted {
+                    let d = (t - f.path.start) as f64;
                     fct.push(d);
-                    slow.push(d / f.ideal_fct as f64);
+                    slow.push(d / f.stats.ideal_fct as f64);
                 }
             }
-            for &(arr, _, done) in &f.messages {
+            for &(arr, _, done) in &f.snd.messages {
                 messages += 1;
                 if let Some(d) = done {
                     messages_done += 1;
@@ -224,8 +228,8 @@ impl Simulation {
                 "host_jain": opt(jain(&host_rates)),
                 "fct_us": pcts(&fct, 1e-6),
                 "slowdown": pcts(&slow, 1.0),
-                "retransmitted_bytes": self.flows.iter().map(|f| f.retx_bytes).sum::<u64>(),
-                "timeouts": self.flows.iter().map(|f| f.timeouts).sum::<u64>(),
+                "retransmitted_bytes": self.flows.iter().map(|f| f.stats.retx_bytes).sum::<u64>(),
+                "timeouts": self.flows.iter().map(|f| f.stats.timeouts).sum::<u64>(),
             },
             "messages": {
                 "count": messages,
@@ -297,23 +301,26 @@ impl Simulation {
             name: "flow_info",
             columns: vec![
                 ("flow_id", Column::U64((0..fl.len() as u64).collect())),
-                ("src", Column::U64(fl.iter().map(|f| f.src as u64).collect())),
-                ("dst", Column::U64(fl.iter().map(|f| f.dst as u64).collect())),
+                ("src", Column::U64(fl.iter().map(|f| f.path.src as u64).collect())),
+                ("dst", Column::U64(fl.iter().map(|f| f.path.dst as u64).collect())),
                 (
                     "size_bytes",
                     Column::F64(
                         fl.iter().map(|f| if f.ctl.size == UNLIMITED { nan } else { f.ctl.size as f64 }).collect(),
                     ),
                 ),
-                ("start_s", Column::F64(fl.iter().map(|f| ps_to_s(f.start)).collect())),
-                ("fct_s", Column::F64(fl.iter().map(|f| f.finished.map_or(nan, |t| ps_to_s(t - f.start))).collect())),
+                ("start_s", Column::F64(fl.iter().map(|f| ps_to_s(f.path.start)).collect())),
+                (
+                    "fct_s",
+                    Column::F64(fl.iter().map(|f| f.snd.finished.map_or(nan, |t| ps_to_s(t - f.path.start))).collect()),
+                ),
                 (
                     "slowdown",
                     Column::F64(
                         fl.iter()
-                            .map(|f| match f.finished {
-                                Some(t) if f.ideal_fct > 0 && f.messages.is_empty() => {
-                                    (t - f.start) as f64 / f.ideal_fct as f64
+                            .map(|f| match f.snd.finished {
+                                Some(t) if f.stats.ideal_fct > 0 && f.snd.messages.is_empty() => {
+                                    (t - f.path.start) as f64 / f.stats.ideal_fct as f64
                                 }
                                 _ => nan,
                             })
@@ -321,13 +328,16 @@ impl Simulation {
                     ),
                 ),
                 ("base_rtt_us", Column::F64(fl.iter().map(|f| f.ctl.base_rtt as f64 / 1e6).collect())),
-                ("min_rtt_us", Column::F64(fl.iter().map(|f| f.min_rtt.map_or(nan, |r| r as f64 / 1e6)).collect())),
-                ("delivered_bytes", Column::U64(fl.iter().map(|f| f.rcv_nxt).collect())),
-                ("sent_bytes", Column::U64(fl.iter().map(|f| f.sent_bytes).collect())),
-                ("retx_bytes", Column::U64(fl.iter().map(|f| f.retx_bytes).collect())),
-                ("nacks", Column::U64(fl.iter().map(|f| f.nacks).collect())),
-                ("cnps", Column::U64(fl.iter().map(|f| f.cnps).collect())),
-                ("timeouts", Column::U64(fl.iter().map(|f| f.timeouts).collect())),
+                (
+                    "min_rtt_us",
+                    Column::F64(fl.iter().map(|f| f.stats.min_rtt.map_or(nan, |r| r as f64 / 1e6)).collect()),
+                ),
+                ("delivered_bytes", Column::U64(fl.iter().map(|f| f.rcv.rcv_nxt).collect())),
+                ("sent_bytes", Column::U64(fl.iter().map(|f| f.stats.sent_bytes).collect())),
+                ("retx_bytes", Column::U64(fl.iter().map(|f| f.stats.retx_bytes).collect())),
+                ("nacks", Column::U64(fl.iter().map(|f| f.stats.nacks).collect())),
+                ("cnps", Column::U64(fl.iter().map(|f| f.stats.cnps).collect())),
+                ("timeouts", Column::U64(fl.iter().map(|f| f.stats.timeouts).collect())),
                 (
                     "window_gbps",
                     Column::F64(
@@ -344,7 +354,10 @@ impl Simulation {
             let mut r = vec![];
             for (k, &time) in s.times.iter().enumerate() {
                 for (j, f) in fl.iter().enumerate() {
-                    if !f.started || f.start > time || f.finished.is_some_and(|d| d + self_interval(self) < time) {
+                    if !f.snd.started
+                        || f.path.start > time
+                        || f.snd.finished.is_some_and(|d| d + self_interval(self) < time)
+                    {
                         continue;
                     }
                     t.push(ps_to_s(time));
@@ -363,7 +376,7 @@ impl Simulation {
         let mut mfct = vec![];
         for (j, f) in fl.iter().enumerate() {
             let mut prev = 0;
-            for &(arr, end, done) in &f.messages {
+            for &(arr, end, done) in &f.snd.messages {
                 mf.push(j as u64);
                 ms.push(ps_to_s(arr));
                 msz.push(end - prev);

@@ -96,7 +96,7 @@ fn flows_that_finish_report_done_once() {
     let mut sim = build(&scenario(json!({}), w, "3ms"));
     let (_, done, truncated) = drive(&mut sim, controller);
     assert_eq!((done, truncated), (4, 0));
-    assert!(sim.flows.iter().all(|f| f.finished.is_some()));
+    assert!(sim.flows.iter().all(|f| f.snd.finished.is_some()));
 }
 
 fn native_file(dir: &Path) -> String {
@@ -178,9 +178,9 @@ fn a_probe_lost_with_a_dropped_packet_is_sent_again() {
             last[f] > 3_500_000_000,
             "flow {f} stopped deciding at {} ps: nacks {} timeouts {} rcv {} una {} nxt {} rate {}",
             last[f],
-            fl.nacks,
-            fl.timeouts,
-            fl.rcv_nxt,
+            fl.stats.nacks,
+            fl.stats.timeouts,
+            fl.rcv.rcv_nxt,
             fl.ctl.snd_una,
             fl.ctl.snd_nxt,
             fl.ctl.rate
@@ -200,7 +200,7 @@ fn after_a_timeout_an_agent_flow_restarts_at_timeout_rate() {
         s["host"] = json!({"rto": "500us", "max_outstanding": "32KiB"});
         let mut sim = build(&s);
         drive(&mut sim, |_| 0.0);
-        sim.flows.iter().map(|f| (f.timeouts, f.ctl.rate, f.ctl.min_rate, f.ctl.line_rate)).collect::<Vec<_>>()
+        sim.flows.iter().map(|f| (f.stats.timeouts, f.ctl.rate, f.ctl.min_rate, f.ctl.line_rate)).collect::<Vec<_>>()
     };
     // Flows that timed out hold the restart rate; the others keep line rate.
     let check = |timeout_rate: f64| {

@@ -69,7 +69,7 @@ fn measure(sim: &Simulation, label: &str) -> Measured {
         q_mean_kb: b["queue_mean_kb"].as_f64().unwrap(),
         q_p99_kb: b["queue_p99_kb"].as_f64().unwrap(),
         drops: s["network"]["drops_packets"].as_u64().unwrap(),
-        cnps: sim.flows.iter().map(|f| f.cnps).sum(),
+        cnps: sim.flows.iter().map(|f| f.stats.cnps).sum(),
     };
     println!(
         "{label}: utilisation {:.4}, Jain {:.4}, min/max {:.3}, queue mean {:.1} KB p99 {:.1} KB, drops {}, CNPs {}, events {}",
@@ -156,8 +156,13 @@ fn a_flow_left_alone_returns_to_line_rate_and_stops_its_timer() {
     for (preset, cc) in [("paper", json!({})), ("mellanox", json!({"rp_timer": "55us"}))] {
         let sim = survivor(preset, cc, "30ms");
         let f = &sim.flows[0];
-        println!("{preset}: survivor rate {:.2} Gb/s, CNPs {}, timer {:?}", f.ctl.rate / 1e9, f.cnps, f.ctl.timer);
-        assert!(f.cnps > 0, "{preset}: the flow was cut while sharing");
+        println!(
+            "{preset}: survivor rate {:.2} Gb/s, CNPs {}, timer {:?}",
+            f.ctl.rate / 1e9,
+            f.stats.cnps,
+            f.ctl.timer
+        );
+        assert!(f.stats.cnps > 0, "{preset}: the flow was cut while sharing");
         assert_eq!(f.ctl.rate, LINE, "{preset}: back at line rate");
         assert_eq!(f.ctl.timer, None, "{preset}: no timer left at line rate");
     }

@@ -130,7 +130,7 @@ fn rate_variant_of_hpcc_ns3_holds_the_queue_with_go_back_n() {
          marked {frac:.4}, mean alpha {a:.4}",
         q / K
     );
-    assert!(sim.flows.iter().all(|f| f.transport == ccgym_sim::cc::Transport::GoBackN));
+    assert!(sim.flows.iter().all(|f| f.path.transport == ccgym_sim::cc::Transport::GoBackN));
     assert!(util >= 0.95, "utilisation {util}");
     assert!(q <= 2.0 * K, "mean queue {q} B");
 }
@@ -161,8 +161,8 @@ fn shallow_buffer_incast_loses_far_less_than_newreno_and_completes() {
         .flows
         .iter()
         .map(|f| {
-            assert_eq!(f.rcv_nxt, 4_000_000);
-            f.finished.expect("flow completes") as f64 * 1e-9
+            assert_eq!(f.rcv.rcv_nxt, 4_000_000);
+            f.snd.finished.expect("flow completes") as f64 * 1e-9
         })
         .collect();
     fin.sort_by(|a, b| a.total_cmp(b));

@@ -70,7 +70,7 @@ fn goodputs(sim: &Simulation) -> Vec<f64> {
     sim.flows
         .iter()
         .map(|f| {
-            let d = f.delivered_at_window[1].unwrap() - f.delivered_at_window[0].unwrap();
+            let d = f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap();
             d as f64 * 8.0 / ((b - a) as f64 * 1e-12) / 1e9
         })
         .collect()
@@ -85,9 +85,9 @@ fn jain(x: &[f64]) -> f64 {
 fn incast_16_to_1_of_1mb_finishes_within_15_percent_of_ideal_with_a_drained_queue() {
     for v in VARIANTS {
         let sim = run(scenario(17, "3ms", hpcc(v), json!([{"kind": "long", "receiver": 0, "size": "1MB"}])));
-        assert!(sim.flows.iter().all(|f| f.finished.is_some()), "{v}: every flow completes");
-        assert_eq!(sim.flows.iter().map(|f| f.retx_bytes).sum::<u64>(), 0, "{v}: lossless, no go-back-N");
-        let last = sim.flows.iter().filter_map(|f| f.finished).max().unwrap();
+        assert!(sim.flows.iter().all(|f| f.snd.finished.is_some()), "{v}: every flow completes");
+        assert_eq!(sim.flows.iter().map(|f| f.stats.retx_bytes).sum::<u64>(), 0, "{v}: lossless, no go-back-N");
+        let last = sim.flows.iter().filter_map(|f| f.snd.finished).max().unwrap();
         // Ideal: every wire byte (payload, 48 B header, 42 B INT) back to back at
         // line rate, plus one base RTT.
         let wire: u64 = sim.flows.iter().map(|f| f.ctl.size + f.ctl.size.div_ceil(1024) * (48 + 42)).sum();

@@ -72,7 +72,7 @@ fn sawtooth_of_additive_increase_and_halving_on_a_small_drop_tail_queue() {
     let mut samples: Vec<(f64, f64)> = vec![];
     let mut t = 0u64;
     while !sim.run_until(t) {
-        if t >= 200_000_000_000 && sim.flows[0].recover.is_none() {
+        if t >= 200_000_000_000 && sim.flows[0].tcp.recover.is_none() {
             samples.push((t as f64 * 1e-12, sim.flows[0].ctl.window as f64 / mss));
         }
         t += 500_000_000;
@@ -183,8 +183,8 @@ pub fn completions(sim: &Simulation) -> Vec<f64> {
         .flows
         .iter()
         .map(|f| {
-            assert_eq!(f.rcv_nxt, 4_000_000, "flow {}->{} delivered {}", f.src, f.dst, f.rcv_nxt);
-            f.finished.expect("flow completes") as f64 * 1e-9
+            assert_eq!(f.rcv.rcv_nxt, 4_000_000, "flow {}->{} delivered {}", f.path.src, f.path.dst, f.rcv.rcv_nxt);
+            f.snd.finished.expect("flow completes") as f64 * 1e-9
         })
         .collect();
     fin.sort_by(|a, b| a.total_cmp(b));

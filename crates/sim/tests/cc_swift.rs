@@ -159,11 +159,11 @@ fn a_lossy_synchronised_start_recovers_and_finishes_near_the_ideal_time() {
         "workload": [{"kind": "long", "receiver": 0, "size": "4MB"}],
     }));
     let drops: u64 = sim.ports.iter().map(|p| p.stats.drops).sum();
-    let nacks: u64 = sim.flows.iter().map(|f| f.nacks).sum();
-    let timeouts: u64 = sim.flows.iter().map(|f| f.timeouts).sum();
+    let nacks: u64 = sim.flows.iter().map(|f| f.stats.nacks).sum();
+    let timeouts: u64 = sim.flows.iter().map(|f| f.stats.timeouts).sum();
     assert!(drops > 0 && nacks > 0, "the start should overflow the queue: drops {drops} nacks {nacks}");
-    assert!(sim.flows.iter().all(|f| f.rcv_nxt == 4_000_000 && f.finished.is_some()));
-    let last = sim.flows.iter().filter_map(|f| f.finished).max().unwrap() as f64 * 1e-12;
+    assert!(sim.flows.iter().all(|f| f.rcv.rcv_nxt == 4_000_000 && f.snd.finished.is_some()));
+    let last = sim.flows.iter().filter_map(|f| f.snd.finished).max().unwrap() as f64 * 1e-12;
     let ideal = 16.0 * 4e6 * (1024.0 + 48.0) / 1024.0 * 8.0 / 100e9;
     eprintln!("lossy start: drops {drops} nacks {nacks} timeouts {timeouts} last {last:.6} s ideal {ideal:.6} s");
     assert!(last < 1.05 * ideal, "last completion {last:.6} s, ideal {ideal:.6} s");

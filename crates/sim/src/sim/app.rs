@@ -21,16 +21,16 @@ impl Simulation {
             let f = &mut self.flows[fid as usize];
             match action {
                 AppAction::Start => {
-                    f.started = true;
-                    f.mi_start = self.now;
+                    f.snd.started = true;
+                    f.mi.start = self.now;
                     f.ctl.app_limit = if f.ctl.size == UNLIMITED {
                         UNLIMITED
-                    } else if f.messages.is_empty() {
+                    } else if f.snd.messages.is_empty() {
                         f.ctl.size
                     } else {
-                        f.messages[0].1
+                        f.snd.messages[0].1
                     };
-                    f.next_avail = self.now as f64;
+                    f.snd.next_avail = self.now as f64;
                     self.cc_event(fid, |cc, ctx| cc.on_start(ctx));
                 }
                 AppAction::Message(b) => {
@@ -38,11 +38,11 @@ impl Simulation {
                     self.schedule_flow(fid);
                 }
                 AppAction::Stop => {
-                    if f.finished.is_none() {
+                    if f.snd.finished.is_none() {
                         // Stop offering data; what was sent still completes.
-                        f.ctl.app_limit = f.ctl.app_limit.min(f.ctl.snd_nxt.max(f.max_sent));
+                        f.ctl.app_limit = f.ctl.app_limit.min(f.ctl.snd_nxt.max(f.snd.max_sent));
                         f.ctl.size = f.ctl.app_limit;
-                        f.messages.retain(|m| m.1 <= f.ctl.app_limit);
+                        f.snd.messages.retain(|m| m.1 <= f.ctl.app_limit);
                         self.after_progress(fid);
                     }
                 }

@@ -124,7 +124,7 @@ impl Simulation {
     #[inline(never)]
     pub(super) fn on_apply_action(&mut self, fid: u32) {
         let f = &self.flows[fid as usize];
-        if f.finished.is_some() {
+        if f.snd.finished.is_some() {
             return;
         }
         let Cc::Agent(a) = &f.cc else { return };
@@ -202,7 +202,7 @@ impl Simulation {
             self.bridge.as_mut().expect("bridge").ended = true;
             for fid in 0..self.flows.len() as u32 {
                 let f = &self.flows[fid as usize];
-                if f.started && f.finished.is_none() && matches!(f.cc, Cc::Agent(_)) {
+                if f.snd.started && f.snd.finished.is_none() && matches!(f.cc, Cc::Agent(_)) {
                     self.agent_ended(fid, true);
                 }
             }

@@ -8,7 +8,8 @@ use crate::agent::AgentCc;
 use crate::cc::{Cc, CongestionControl, FlowCtl, Transport};
 use crate::config::{parse_scenario, CfgResult, ConfigError, Scenario};
 use crate::engine::{Event, EventQueue};
-use crate::host::{Flow, Host, SchedState};
+use crate::flow::{Flow, FlowPath, FlowStats, MonitorInterval, Receiver, Sender, TcpRecovery};
+use crate::host::{Host, SchedState};
 use crate::net::port::{Port, PortStats, Queue, Red, SchedKind};
 use crate::net::switch::Mmu;
 use crate::packet::PacketPool;
@@ -258,13 +259,22 @@ impl Simulation {
                 Transport::GoBackN => self.scenario.host.rto.0,
             };
             self.flows.push(Flow {
-                src: s.src,
-                dst: s.dst,
-                class: s.class,
-                start: s.start,
-                stop: s.stop,
-                hash,
-                cc,
+                snd: Sender {
+                    next_avail: 0.0,
+                    sched: SchedState::Idle,
+                    sched_gen: 0,
+                    last_pkt_bytes: full as u32,
+                    timer_gen: 0,
+                    started: false,
+                    finished: None,
+                    retx: None,
+                    max_sent: 0,
+                    last_progress: 0,
+                    rto,
+                    timer_at: None,
+                    messages,
+                    msg_next: 0,
+                },
                 ctl: FlowCtl {
                     rate: line,
                     window: u64::MAX,
@@ -283,44 +293,20 @@ impl Simulation {
                     want_int: false,
                     decision_due: false,
                 },
-                next_avail: 0.0,
-                sched: SchedState::Idle,
-                sched_gen: 0,
-                last_pkt_bytes: full as u32,
-                last_progress: 0,
-                timer_gen: 0,
-                timer_at: None,
-                started: false,
-                finished: None,
-                rcv_nxt: 0,
-                unacked_pkts: 0,
-                last_cnp: None,
-                last_nack: None,
-                mi_start: 0,
-                mi_bytes: 0,
-                mi_pkts: 0,
-                mi_nacks: 0,
-                mi_cnps: 0,
-                messages,
-                msg_next: 0,
-                sent_bytes: 0,
-                retx_bytes: 0,
-                nacks: 0,
-                cnps: 0,
-                timeouts: 0,
-                last_int_hops: 0,
-                transport,
-                ooo: Vec::new(),
-                dup_acks: 0,
-                recover: None,
-                retx: None,
-                srtt: None,
-                rto,
-                min_rtt: None,
-                max_sent: 0,
-                delivered_at_window: [None; 2],
-                delivered_at_sample: 0,
-                ideal_fct,
+                path: FlowPath {
+                    src: s.src,
+                    dst: s.dst,
+                    class: s.class,
+                    hash,
+                    start: s.start,
+                    stop: s.stop,
+                    transport,
+                },
+                mi: MonitorInterval::default(),
+                stats: FlowStats { ideal_fct, ..FlowStats::default() },
+                tcp: TcpRecovery::default(),
+                rcv: Receiver::default(),
+                cc,
             });
             let id = id as u32;
             self.app.push((s.start, id, AppAction::Start));

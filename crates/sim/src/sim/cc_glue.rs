@@ -24,17 +24,17 @@ impl Simulation {
         let f = &mut self.flows[fid as usize];
         if f.ctl.rate != old_rate {
             // Rescale the wait for the last packet so the new rate applies at once.
-            let per_bit = 8.0 * SEC as f64 * f.last_pkt_bytes as f64;
-            f.next_avail += per_bit / f.ctl.rate - per_bit / old_rate;
-            if f.sched == SchedState::Sleeping && f.ctl.rate > old_rate {
-                f.sched = SchedState::Idle;
+            let per_bit = 8.0 * SEC as f64 * f.snd.last_pkt_bytes as f64;
+            f.snd.next_avail += per_bit / f.ctl.rate - per_bit / old_rate;
+            if f.snd.sched == SchedState::Sleeping && f.ctl.rate > old_rate {
+                f.snd.sched = SchedState::Idle;
             }
         }
-        if f.ctl.timer != old_timer || (f.ctl.timer.is_some() && f.timer_at != f.ctl.timer) {
-            f.timer_gen = f.timer_gen.wrapping_add(1);
-            f.timer_at = f.ctl.timer;
+        if f.ctl.timer != old_timer || (f.ctl.timer.is_some() && f.snd.timer_at != f.ctl.timer) {
+            f.snd.timer_gen = f.snd.timer_gen.wrapping_add(1);
+            f.snd.timer_at = f.ctl.timer;
             if let Some(t) = f.ctl.timer {
-                self.events.push(t, Event::CcTimer { flow: fid, generation: f.timer_gen });
+                self.events.push(t, Event::CcTimer { flow: fid, generation: f.snd.timer_gen });
             }
         }
         if f.ctl.decision_due {
@@ -42,9 +42,9 @@ impl Simulation {
             self.on_decision(fid);
         }
         let f = &mut self.flows[fid as usize];
-        if f.ctl.probe_requested && !f.can_send(self.max_outstanding) && f.started && f.finished.is_none() {
+        if f.ctl.probe_requested && !f.can_send(self.max_outstanding) && f.snd.started && f.snd.finished.is_none() {
             f.ctl.probe_requested = false;
-            let (src, dst) = (f.src, f.dst);
+            let (src, dst) = (f.path.src, f.path.dst);
             let size = self.scenario.packets.probe;
             let p = self.control_packet(fid, PacketKind::Probe, src, dst, size, 0);
             self.pool.get_mut(p).ts_tx = now;

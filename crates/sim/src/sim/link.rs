@@ -105,7 +105,7 @@ impl Simulation {
                 };
                 let parked = std::mem::take(&mut self.hosts[h as usize].parked);
                 for f in parked {
-                    self.flows[f as usize].sched = SchedState::Idle;
+                    self.flows[f as usize].snd.sched = SchedState::Idle;
                     self.schedule_flow(f);
                 }
             }

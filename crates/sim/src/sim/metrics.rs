@@ -48,8 +48,8 @@ impl Simulation {
         }
         if self.series.flows_on {
             for f in &mut self.flows {
-                let d = f.rcv_nxt - f.delivered_at_sample;
-                f.delivered_at_sample = f.rcv_nxt;
+                let d = f.rcv.rcv_nxt - f.stats.delivered_at_sample;
+                f.stats.delivered_at_sample = f.rcv.rcv_nxt;
                 self.series.flow_gbps.push((d as f64 * 8.0 / dt / 1e9) as f32);
             }
         }
@@ -64,7 +64,7 @@ impl Simulation {
             pt.stats.tx_at_window[0] = pt.tx_bytes;
         }
         for f in &mut self.flows {
-            f.delivered_at_window[0] = Some(f.rcv_nxt);
+            f.stats.delivered_at_window[0] = Some(f.rcv.rcv_nxt);
         }
     }
 
@@ -82,7 +82,7 @@ impl Simulation {
             }
         }
         for f in &mut self.flows {
-            f.delivered_at_window[1] = Some(f.rcv_nxt);
+            f.stats.delivered_at_window[1] = Some(f.rcv.rcv_nxt);
         }
     }
 

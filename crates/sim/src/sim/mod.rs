@@ -26,7 +26,8 @@ pub use metrics::{Conservation, Series};
 use crate::cc::CongestionControl;
 use crate::config::Scenario;
 use crate::engine::{Event, EventQueue};
-use crate::host::{Flow, Host};
+use crate::flow::Flow;
+use crate::host::Host;
 use crate::net::port::{Port, Red};
 use crate::net::switch::Mmu;
 use crate::packet::PacketPool;
@@ -131,8 +132,8 @@ impl Simulation {
             Event::RtoSweep { .. } => self.rto_sweep(),
             Event::CcTimer { flow, generation } => {
                 let f = &mut self.flows[flow as usize];
-                if f.timer_gen == generation && f.finished.is_none() {
-                    f.timer_at = None;
+                if f.snd.timer_gen == generation && f.snd.finished.is_none() {
+                    f.snd.timer_at = None;
                     f.ctl.timer = None;
                     self.cc_event(flow, |cc, ctx| cc.on_timer(ctx));
                 }

@@ -20,25 +20,25 @@ impl Simulation {
     /// Puts a flow that may be able to send into its NIC's scheduler.
     pub(super) fn schedule_flow(&mut self, fid: u32) {
         let f = &mut self.flows[fid as usize];
-        if f.sched != SchedState::Idle || !f.can_send(self.max_outstanding) {
+        if f.snd.sched != SchedState::Idle || !f.can_send(self.max_outstanding) {
             return;
         }
-        let h = f.src as usize;
+        let h = f.path.src as usize;
         let port = self.hosts[h].port;
-        if self.ports[port as usize].is_paused(f.class) {
-            f.sched = SchedState::Parked;
+        if self.ports[port as usize].is_paused(f.path.class) {
+            f.snd.sched = SchedState::Parked;
             self.hosts[h].parked.push(fid);
             return;
         }
-        let t = f.next_avail.ceil() as Time;
+        let t = f.snd.next_avail.ceil() as Time;
         if t <= self.now {
-            f.sched = SchedState::Ready;
+            f.snd.sched = SchedState::Ready;
             self.hosts[h].ready.push_back(fid);
             self.try_send(port);
         } else {
-            f.sched = SchedState::Sleeping;
-            f.sched_gen = f.sched_gen.wrapping_add(1);
-            self.hosts[h].sleeping.push(Reverse((t, fid, f.sched_gen)));
+            f.snd.sched = SchedState::Sleeping;
+            f.snd.sched_gen = f.snd.sched_gen.wrapping_add(1);
+            self.hosts[h].sleeping.push(Reverse((t, fid, f.snd.sched_gen)));
             self.arm_nic(h as u32, t);
         }
     }
@@ -57,12 +57,12 @@ impl Simulation {
         let port = self.hosts[h as usize].port;
         if let Some(c) = self.hosts[h as usize].current {
             let f = &self.flows[c as usize];
-            let paused = self.ports[port as usize].is_paused(f.class);
+            let paused = self.ports[port as usize].is_paused(f.path.class);
             if self.hosts[h as usize].burst_left > 0 && !paused && f.can_send(self.max_outstanding) {
                 return Some(c);
             }
             self.hosts[h as usize].current = None;
-            self.flows[c as usize].sched = SchedState::Idle;
+            self.flows[c as usize].snd.sched = SchedState::Idle;
             self.schedule_flow(c);
         }
         let host = &mut self.hosts[h as usize];
@@ -72,26 +72,26 @@ impl Simulation {
             }
             host.sleeping.pop();
             let f = &mut self.flows[fid as usize];
-            if f.sched == SchedState::Sleeping && f.sched_gen == gen {
-                f.sched = SchedState::Ready;
+            if f.snd.sched == SchedState::Sleeping && f.snd.sched_gen == gen {
+                f.snd.sched = SchedState::Ready;
                 host.ready.push_back(fid);
             }
         }
         while let Some(fid) = host.ready.pop_front() {
             let f = &mut self.flows[fid as usize];
-            if f.sched != SchedState::Ready {
+            if f.snd.sched != SchedState::Ready {
                 continue;
             }
-            if self.ports[port as usize].is_paused(f.class) {
-                f.sched = SchedState::Parked;
+            if self.ports[port as usize].is_paused(f.path.class) {
+                f.snd.sched = SchedState::Parked;
                 host.parked.push(fid);
                 continue;
             }
             if !f.can_send(self.max_outstanding) {
-                f.sched = SchedState::Idle;
+                f.snd.sched = SchedState::Idle;
                 continue;
             }
-            f.sched = SchedState::Current;
+            f.snd.sched = SchedState::Current;
             host.current = Some(fid);
             host.burst_left = self.burst;
             return Some(fid);
@@ -146,7 +146,7 @@ impl Simulation {
         let f = &self.flows[fid as usize];
         if (burst_end || !f.can_send(self.max_outstanding)) && self.hosts[h as usize].current == Some(fid) {
             self.hosts[h as usize].current = None;
-            self.flows[fid as usize].sched = SchedState::Idle;
+            self.flows[fid as usize].snd.sched = SchedState::Idle;
             self.schedule_flow(fid);
         }
     }
@@ -157,22 +157,22 @@ impl Simulation {
         let int_header = self.scenario.switch.int_header;
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        let seq = f.retx.take().unwrap_or(f.ctl.snd_nxt);
-        let payload = (f.ctl.app_limit.max(f.max_sent) - seq).min(pk.payload as u64) as u32;
+        let seq = f.snd.retx.take().unwrap_or(f.ctl.snd_nxt);
+        let payload = (f.ctl.app_limit.max(f.snd.max_sent) - seq).min(pk.payload as u64) as u32;
         let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 };
         if f.inflight() == 0 {
-            f.last_progress = now;
+            f.snd.last_progress = now;
         }
         let pid = self.pool.alloc();
         let p = self.pool.get_mut(pid);
         p.kind = PacketKind::Data;
         p.flow = fid;
-        p.src = f.src;
-        p.dst = f.dst;
+        p.src = f.path.src;
+        p.dst = f.path.dst;
         p.seq = seq;
         p.payload = payload;
         p.size = size;
-        p.class = f.class;
+        p.class = f.path.class;
         p.ts_tx = now;
         p.want_int = f.ctl.want_int;
         p.n_int = 0;
@@ -180,19 +180,19 @@ impl Simulation {
             f.ctl.probe_requested = false;
             p.probe = true;
         }
-        if seq < f.max_sent {
-            f.retx_bytes += payload as u64;
+        if seq < f.snd.max_sent {
+            f.stats.retx_bytes += payload as u64;
         }
         if seq == f.ctl.snd_nxt {
             f.ctl.snd_nxt += payload as u64;
         }
-        f.max_sent = f.max_sent.max(f.ctl.snd_nxt);
-        f.sent_bytes += size as u64;
-        f.mi_bytes += size as u64;
-        f.mi_pkts += 1;
-        f.last_pkt_bytes = size;
+        f.snd.max_sent = f.snd.max_sent.max(f.ctl.snd_nxt);
+        f.stats.sent_bytes += size as u64;
+        f.mi.bytes += size as u64;
+        f.mi.pkts += 1;
+        f.snd.last_pkt_bytes = size;
         let gap = size as f64 * 8.0 * SEC as f64 / f.ctl.rate;
-        f.next_avail = f.next_avail.max(now as f64) + gap;
+        f.snd.next_avail = f.snd.next_avail.max(now as f64) + gap;
         pid
     }
 
@@ -217,7 +217,7 @@ impl Simulation {
         size: u32,
         seq: u64,
     ) -> PktId {
-        let data_class = self.flows[fid as usize].class;
+        let data_class = self.flows[fid as usize].path.class;
         let high = self.scenario.switch.ack_high_priority;
         let pid = self.pool.alloc();
         let p = self.pool.get_mut(pid);

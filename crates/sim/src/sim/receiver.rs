@@ -34,13 +34,13 @@ impl Simulation {
                 self.pool.free(pid);
                 let rtt = self.now.saturating_sub(ts);
                 let f = &mut self.flows[fid as usize];
-                f.nacks += 1;
-                f.mi_nacks += 1;
-                if seq >= f.ctl.snd_una && f.finished.is_none() {
+                f.stats.nacks += 1;
+                f.mi.nacks += 1;
+                if seq >= f.ctl.snd_una && f.snd.finished.is_none() {
                     // Everything below `seq` has arrived: go back to it.
                     if seq > f.ctl.snd_una {
                         f.ctl.snd_una = seq;
-                        f.last_progress = self.now;
+                        f.snd.last_progress = self.now;
                     }
                     f.ctl.snd_nxt = seq;
                 }
@@ -51,8 +51,8 @@ impl Simulation {
                 let fid = self.pool.get(pid).flow;
                 self.pool.free(pid);
                 let f = &mut self.flows[fid as usize];
-                f.cnps += 1;
-                f.mi_cnps += 1;
+                f.stats.cnps += 1;
+                f.mi.cnps += 1;
                 self.cc_event(fid, |cc, ctx| cc.on_cnp(ctx));
             }
             PacketKind::ProbeReply => {
@@ -65,18 +65,18 @@ impl Simulation {
                 let f = &mut self.flows[fid as usize];
                 let ev = ProbeEvent {
                     rtt: now - ts,
-                    bytes_sent: f.mi_bytes,
-                    packets_sent: f.mi_pkts,
-                    nacks: f.mi_nacks,
-                    cnps: f.mi_cnps,
+                    bytes_sent: f.mi.bytes,
+                    packets_sent: f.mi.pkts,
+                    nacks: f.mi.nacks,
+                    cnps: f.mi.cnps,
                     rate: f.ctl.rate,
-                    interval: now - f.mi_start,
+                    interval: now - f.mi.start,
                 };
-                f.mi_start = now;
-                f.mi_bytes = 0;
-                f.mi_pkts = 0;
-                f.mi_nacks = 0;
-                f.mi_cnps = 0;
+                f.mi.start = now;
+                f.mi.bytes = 0;
+                f.mi.pkts = 0;
+                f.mi.nacks = 0;
+                f.mi.cnps = 0;
                 self.cc_event(fid, |cc, ctx| cc.on_probe(ctx, &ev));
             }
         }
@@ -93,46 +93,46 @@ impl Simulation {
             (host_cfg.ack_every.max(1), host_cfg.cnp_interval.0, host_cfg.nack_interval.0);
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        let src = f.src;
-        let tcp = f.transport == Transport::Tcp;
+        let src = f.path.src;
+        let tcp = f.path.transport == Transport::Tcp;
         let mut send_ack = false;
         let mut send_nack = None;
-        if seq == f.rcv_nxt {
-            f.rcv_nxt += payload;
-            f.unacked_pkts += 1;
+        if seq == f.rcv.rcv_nxt {
+            f.rcv.rcv_nxt += payload;
+            f.rcv.unacked_pkts += 1;
             let mut filled = false;
-            while let Some(&(a, b)) = f.ooo.first() {
-                if a > f.rcv_nxt {
+            while let Some(&(a, b)) = f.rcv.ooo.first() {
+                if a > f.rcv.rcv_nxt {
                     break;
                 }
-                f.rcv_nxt = f.rcv_nxt.max(b);
-                f.ooo.remove(0);
+                f.rcv.rcv_nxt = f.rcv.rcv_nxt.max(b);
+                f.rcv.ooo.remove(0);
                 filled = true;
             }
-            let msg_end = f.messages.iter().any(|m| m.1 == f.rcv_nxt);
-            send_ack = f.unacked_pkts >= ack_every || f.rcv_nxt == f.ctl.size || msg_end || probe || filled;
-        } else if seq > f.rcv_nxt && tcp {
+            let msg_end = f.snd.messages.iter().any(|m| m.1 == f.rcv.rcv_nxt);
+            send_ack = f.rcv.unacked_pkts >= ack_every || f.rcv.rcv_nxt == f.ctl.size || msg_end || probe || filled;
+        } else if seq > f.rcv.rcv_nxt && tcp {
             // Keep the segment and answer with a duplicate ACK at once.
-            insert_range(&mut f.ooo, seq, seq + payload);
+            insert_range(&mut f.rcv.ooo, seq, seq + payload);
             send_ack = true;
-        } else if seq > f.rcv_nxt {
-            let expected = f.rcv_nxt;
-            let recent = matches!(f.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
+        } else if seq > f.rcv.rcv_nxt {
+            let expected = f.rcv.rcv_nxt;
+            let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
             if !recent {
-                f.last_nack = Some((now, expected));
+                f.rcv.last_nack = Some((now, expected));
                 send_nack = Some(expected);
             }
         } else {
             // A duplicate after go-back-N: re-acknowledge so the sender catches up.
             send_ack = true;
         }
-        let send_cnp = ce && !tcp && cnp_interval > 0 && f.last_cnp.is_none_or(|t| now >= t + cnp_interval);
+        let send_cnp = ce && !tcp && cnp_interval > 0 && f.rcv.last_cnp.is_none_or(|t| now >= t + cnp_interval);
         if send_cnp {
-            f.last_cnp = Some(now);
+            f.rcv.last_cnp = Some(now);
         }
-        let rcv_nxt = f.rcv_nxt;
+        let rcv_nxt = f.rcv.rcv_nxt;
         if send_ack {
-            f.unacked_pkts = 0;
+            f.rcv.unacked_pkts = 0;
             let a = self.control_packet(fid, PacketKind::Ack, h, src, pk.ack, rcv_nxt);
             let p = self.pool.get_mut(a);
             p.ecn_echo = ce;

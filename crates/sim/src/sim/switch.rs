@@ -17,9 +17,9 @@ impl Simulation {
             return;
         }
         let hash = if kind == PacketKind::Data || kind == PacketKind::Probe {
-            self.flows[flow as usize].hash
+            self.flows[flow as usize].path.hash
         } else {
-            reverse_hash(self.flows[flow as usize].hash)
+            reverse_hash(self.flows[flow as usize].path.hash)
         };
         let hops = self.topo.next_hops(s, dst);
         let out = hops[ecmp_index(hash, s, hops.len())];

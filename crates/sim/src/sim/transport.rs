@@ -16,14 +16,14 @@ impl Simulation {
         let rto_min = self.scenario.host.rto_min.0;
         let f = &mut self.flows[fid as usize];
         let rtt = now - ts;
-        f.min_rtt = Some(f.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        f.stats.min_rtt = Some(f.stats.min_rtt.map_or(rtt, |m| m.min(rtt)));
         let newly = seq.saturating_sub(f.ctl.snd_una);
-        let tcp = f.transport == Transport::Tcp;
+        let tcp = f.path.transport == Transport::Tcp;
         let mut recovery_ended = false;
         let mut fast_retransmit = false;
         if newly > 0 {
             f.ctl.snd_una = seq;
-            f.last_progress = now;
+            f.snd.last_progress = now;
             if f.ctl.snd_nxt < seq {
                 f.ctl.snd_nxt = seq;
             }
@@ -32,42 +32,42 @@ impl Simulation {
             // RFC 6298 estimator; the ACK echoes the send time of the very
             // packet it answers, so retransmissions give valid samples too.
             let r = rtt as f64;
-            let (srtt, var) = match f.srtt {
+            let (srtt, var) = match f.tcp.srtt {
                 None => (r, r / 2.0),
                 Some((s, v)) => (0.875 * s + 0.125 * r, 0.75 * v + 0.25 * (s - r).abs()),
             };
-            f.srtt = Some((srtt, var));
+            f.tcp.srtt = Some((srtt, var));
             if newly > 0 {
-                f.rto = ((srtt + 4.0 * var) as Time).max(rto_min);
-                f.dup_acks = 0;
-                if let Some(rec) = f.recover {
+                f.snd.rto = ((srtt + 4.0 * var) as Time).max(rto_min);
+                f.tcp.dup_acks = 0;
+                if let Some(rec) = f.tcp.recover {
                     if seq >= rec {
-                        f.recover = None;
+                        f.tcp.recover = None;
                         recovery_ended = true;
                     } else {
                         // NewReno partial ACK: the next hole is lost too.
-                        f.retx = Some(seq);
+                        f.snd.retx = Some(seq);
                     }
                 }
-            } else if f.inflight() > 0 && f.finished.is_none() {
-                f.dup_acks += 1;
-                if f.dup_acks == 3 && f.recover.is_none() {
-                    f.recover = Some(f.ctl.snd_nxt);
-                    f.retx = Some(f.ctl.snd_una);
+            } else if f.inflight() > 0 && f.snd.finished.is_none() {
+                f.tcp.dup_acks += 1;
+                if f.tcp.dup_acks == 3 && f.tcp.recover.is_none() {
+                    f.tcp.recover = Some(f.ctl.snd_nxt);
+                    f.snd.retx = Some(f.ctl.snd_una);
                     fast_retransmit = true;
                 }
             }
         }
-        if f.finished.is_none() {
+        if f.snd.finished.is_none() {
             let old_rate = f.ctl.rate;
             let old_timer = f.ctl.timer;
             let int = self.pool.int_records(pid);
-            f.last_int_hops = int.len() as u8;
+            f.stats.last_int_hops = int.len() as u8;
             let ev = AckEvent {
                 ack_seq: seq,
                 newly_acked: newly,
-                dup_acks: f.dup_acks,
-                in_recovery: f.recover.is_some(),
+                dup_acks: f.tcp.dup_acks,
+                in_recovery: f.tcp.recover.is_some(),
                 recovery_ended,
                 ecn_echo: ecn,
                 rtt,
@@ -89,13 +89,13 @@ impl Simulation {
     pub(super) fn after_progress(&mut self, fid: u32) {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        while f.msg_next < f.messages.len() && f.ctl.snd_una >= f.messages[f.msg_next].1 {
-            f.messages[f.msg_next].2 = Some(now);
-            f.msg_next += 1;
+        while f.snd.msg_next < f.snd.messages.len() && f.ctl.snd_una >= f.snd.messages[f.snd.msg_next].1 {
+            f.snd.messages[f.snd.msg_next].2 = Some(now);
+            f.snd.msg_next += 1;
         }
-        if f.finished.is_none() && f.ctl.snd_una >= f.ctl.app_limit && f.ctl.app_limit == f.ctl.size {
-            f.finished = Some(now);
-            f.timer_gen = f.timer_gen.wrapping_add(1);
+        if f.snd.finished.is_none() && f.ctl.snd_una >= f.ctl.app_limit && f.ctl.app_limit == f.ctl.size {
+            f.snd.finished = Some(now);
+            f.snd.timer_gen = f.snd.timer_gen.wrapping_add(1);
             self.agent_ended(fid, false);
             return;
         }
@@ -108,7 +108,7 @@ impl Simulation {
     /// the timeout of its deadline.
     pub(super) fn rto_sweep_period(&self) -> Time {
         let h = &self.scenario.host;
-        let tcp = self.flows.iter().any(|f| f.transport == Transport::Tcp);
+        let tcp = self.flows.iter().any(|f| f.path.transport == Transport::Tcp);
         let shortest = if tcp { h.rto.0.min(h.rto_min.0) } else { h.rto.0 };
         (shortest / 4).max(US)
     }
@@ -117,17 +117,18 @@ impl Simulation {
         let now = self.now;
         for fid in 0..self.flows.len() as u32 {
             let f = &mut self.flows[fid as usize];
-            if !f.started || f.finished.is_some() || f.inflight() == 0 || now < f.last_progress + f.rto {
+            if !f.snd.started || f.snd.finished.is_some() || f.inflight() == 0 || now < f.snd.last_progress + f.snd.rto
+            {
                 continue;
             }
-            f.timeouts += 1;
-            f.last_progress = now;
+            f.stats.timeouts += 1;
+            f.snd.last_progress = now;
             f.ctl.snd_nxt = f.ctl.snd_una;
-            if f.transport == Transport::Tcp {
-                f.rto = (f.rto * 2).min(64 * SEC);
-                f.dup_acks = 0;
-                f.recover = None;
-                f.retx = None;
+            if f.path.transport == Transport::Tcp {
+                f.snd.rto = (f.snd.rto * 2).min(64 * SEC);
+                f.tcp.dup_acks = 0;
+                f.tcp.recover = None;
+                f.snd.retx = None;
             }
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);
