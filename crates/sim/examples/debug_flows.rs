@@ -5,7 +5,7 @@ fn main() {
     let json = std::fs::read_to_string(path).unwrap();
     let mut sim = ccgym_sim::Simulation::from_json(&json, std::path::Path::new(".")).unwrap();
     sim.run_until(until);
-    for (i, f) in sim.flows.iter().enumerate() {
+    for (i, f) in sim.flows().iter().enumerate() {
         println!(
             "flow {i} {}->{} sched {:?} una {} nxt {} app {} rate {:.3e} win {} next_avail {:.0} now {} timer {:?}",
             f.path.src,
@@ -21,14 +21,14 @@ fn main() {
             f.ctl.timer
         );
     }
-    for (h, host) in sim.hosts.iter().enumerate() {
+    for (h, host) in sim.hosts().iter().enumerate() {
         println!(
             "host {h}: ready {:?} sleeping {} current {:?} wake {} paused {}",
             host.ready,
             host.sleeping.len(),
             host.current,
             host.wake_at,
-            sim.ports[host.port as usize].paused
+            sim.ports()[host.port as usize].paused
         );
     }
 }

@@ -49,13 +49,13 @@ impl Batch {
 }
 
 /// The simulator side of the agent bridge (see `crate::agent`).
-pub struct Bridge {
+pub(super) struct Bridge {
     /// The checked `[agent]` table.
-    pub spec: Arc<AgentSpec>,
+    pub(super) spec: Arc<AgentSpec>,
     /// Observation length.
-    pub dim: usize,
+    dim: usize,
     /// The batch being collected or waiting for actions.
-    pub batch: Batch,
+    batch: Batch,
     /// A batch is out and waits for `agent_act`.
     awaiting: bool,
     /// The stepping API is in use (otherwise external decisions keep the rate).
@@ -65,7 +65,7 @@ pub struct Bridge {
     /// Native policy and its scratch space.
     native: Option<(Mlp, Vec<f32>)>,
     /// Decisions requested so far.
-    pub decisions: u64,
+    decisions: u64,
 }
 
 impl Simulation {
@@ -210,6 +210,16 @@ impl Simulation {
         let bridge = self.bridge.as_mut().expect("bridge");
         bridge.awaiting = bridge.batch.done.iter().zip(&bridge.batch.truncated).any(|(d, t)| !d && !t);
         Ok(true)
+    }
+
+    /// Length of an agent observation (0 without an `[agent]` table).
+    pub fn obs_dim(&self) -> usize {
+        self.bridge.as_ref().map_or(0, |b| b.dim)
+    }
+
+    /// Agent decisions requested so far.
+    pub fn agent_decisions(&self) -> u64 {
+        self.bridge.as_ref().map_or(0, |b| b.decisions)
     }
 
     /// The batch returned by the last [`Simulation::agent_step`].

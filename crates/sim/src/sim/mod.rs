@@ -20,7 +20,8 @@ mod receiver;
 mod switch;
 mod transport;
 
-pub use bridge::{Batch, Bridge};
+pub use bridge::Batch;
+use bridge::Bridge;
 pub use metrics::{Conservation, Series};
 
 use crate::cc::CongestionControl;
@@ -37,23 +38,28 @@ use app::AppAction;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// A running simulation.
+///
+/// Its state is private: the outside reads it through the accessors below,
+/// changes it through the run-time control methods (`control.rs`) and the
+/// agent bridge (`bridge.rs`), and advances it with [`Simulation::run_until`]
+/// or [`Simulation::agent_step`].
 pub struct Simulation {
     /// The scenario it runs.
-    pub scenario: Scenario,
+    scenario: Scenario,
     /// The network graph.
-    pub topo: Topology,
+    topo: Topology,
     /// All ports.
-    pub ports: Vec<Port>,
+    ports: Vec<Port>,
     /// Host NICs.
-    pub hosts: Vec<Host>,
+    hosts: Vec<Host>,
     /// Switch buffers, indexed by switch.
-    pub mmus: Vec<Mmu>,
+    mmus: Vec<Mmu>,
     /// Local index of each port within its node.
     port_local: Vec<u16>,
     /// All flows.
-    pub flows: Vec<Flow>,
+    flows: Vec<Flow>,
     /// Packet pool.
-    pub pool: PacketPool,
+    pool: PacketPool,
     events: EventQueue,
     rng: Xoshiro256PlusPlus,
     /// `host.tx_jitter` (read on every host transmission).
@@ -65,19 +71,19 @@ pub struct Simulation {
     app: Vec<(Time, u32, AppAction)>,
     app_next: usize,
     /// Events processed.
-    pub event_count: u64,
+    event_count: u64,
     /// Packet transmissions over links.
-    pub packet_hops: u64,
+    packet_hops: u64,
     /// Conservation counters.
-    pub cons: Conservation,
+    cons: Conservation,
     /// Sampled time series.
-    pub series: Series,
+    series: Series,
     sample_interval: Time,
     max_outstanding: u64,
     burst: u64,
     ecn_red: Option<Red>,
     /// The agent bridge, when the scenario has an `[agent]` table.
-    pub bridge: Option<Bridge>,
+    bridge: Option<Bridge>,
 }
 
 impl Simulation {
@@ -89,6 +95,51 @@ impl Simulation {
     /// End of the run.
     pub fn end(&self) -> Time {
         self.end
+    }
+
+    /// The scenario being run (checked, with defaults filled in).
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// The network graph: nodes, ports and routes.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// All ports, indexed by global port id.
+    pub fn ports(&self) -> &[Port] {
+        &self.ports
+    }
+
+    /// Host NICs, indexed by host.
+    pub fn hosts(&self) -> &[Host] {
+        &self.hosts
+    }
+
+    /// All flows, indexed by flow id.
+    pub fn flows(&self) -> &[Flow] {
+        &self.flows
+    }
+
+    /// Events processed so far.
+    pub fn event_count(&self) -> u64 {
+        self.event_count
+    }
+
+    /// Packet transmissions over links so far.
+    pub fn packet_hops(&self) -> u64 {
+        self.packet_hops
+    }
+
+    /// Network-wide data byte accounting (sent, delivered, dropped).
+    pub fn conservation(&self) -> &Conservation {
+        &self.cons
+    }
+
+    /// The sampled time series.
+    pub fn series(&self) -> &Series {
+        &self.series
     }
 
     /// Pending events (for diagnostics).
