@@ -21,7 +21,6 @@
 //! assert!(summary["bottleneck"]["utilization"].as_f64().unwrap() > 0.9);
 //! ```
 
-pub mod agent;
 pub mod cc;
 pub mod config;
 pub mod engine;

@@ -1,7 +1,7 @@
 //! The agent bridge.
 
 use super::Simulation;
-use crate::agent::{ActionMap, AgentSpec};
+use crate::cc::agent::AgentSpec;
 use crate::cc::{Cc, CcCtx};
 use crate::config::{CfgResult, ConfigError, Scenario};
 use crate::engine::Event;
@@ -25,6 +25,13 @@ pub struct Batch {
     pub done: Vec<bool>,
     /// The run ended with the flow still active: no action needed.
     pub truncated: Vec<bool>,
+}
+
+impl Bridge {
+    /// The checked `[agent]` table (agent flows are built from it).
+    pub(super) fn spec(&self) -> &Arc<AgentSpec> {
+        &self.spec
+    }
 }
 
 impl Batch {
@@ -51,7 +58,7 @@ impl Batch {
 /// The simulator side of the agent bridge (see `crate::agent`).
 pub(super) struct Bridge {
     /// The checked `[agent]` table.
-    pub(super) spec: Arc<AgentSpec>,
+    spec: Arc<AgentSpec>,
     /// Observation length.
     dim: usize,
     /// The batch being collected or waiting for actions.
@@ -92,13 +99,13 @@ impl Simulation {
             b.flows.push(fid);
             b.times.push(now);
             b.obs.extend_from_slice(agent.observation());
-            b.rewards.push(agent.last_reward);
+            b.rewards.push(agent.reward());
             b.done.push(false);
             b.truncated.push(false);
             return;
         } else {
             // Nobody is stepping this simulation: hold the rate.
-            neutral_action(&bridge.spec.action)
+            bridge.spec.neutral_action()
         };
         self.schedule_action(fid, now, action);
     }
@@ -113,22 +120,17 @@ impl Simulation {
                 }
             });
         } else {
-            if let Cc::Agent(a) = &mut self.flows[fid as usize].cc {
-                a.pending_action = action;
-            }
-            self.events.push(at + delay, Event::ApplyAction { flow: fid });
+            self.events.push(at + delay, Event::ApplyAction { flow: fid, action });
         }
     }
 
     #[cold]
     #[inline(never)]
-    pub(super) fn on_apply_action(&mut self, fid: u32) {
+    pub(super) fn on_apply_action(&mut self, fid: u32, action: f32) {
         let f = &self.flows[fid as usize];
-        if f.snd.finished.is_some() {
+        if f.snd.finished.is_some() || !matches!(f.cc, Cc::Agent(_)) {
             return;
         }
-        let Cc::Agent(a) = &f.cc else { return };
-        let action = a.pending_action;
         self.cc_event(fid, |cc, ctx| {
             if let Cc::Agent(a) = cc {
                 a.apply(ctx, action)
@@ -250,18 +252,6 @@ impl Simulation {
         }
         self.bridge.as_mut().expect("bridge").batch = batch;
         Ok(())
-    }
-}
-
-/// The action that leaves an agent's rate unchanged.
-fn neutral_action(map: &ActionMap) -> f32 {
-    match map {
-        ActionMap::Discrete(t) => {
-            t.iter().enumerate().min_by(|a, b| (a.1 - 1.0).abs().total_cmp(&(b.1 - 1.0).abs())).map_or(0, |(i, _)| i)
-                as f32
-        }
-        ActionMap::Rate => f32::NAN,
-        _ => 0.0,
     }
 }
 

@@ -4,8 +4,7 @@ use super::app::AppAction;
 use super::bridge::build_bridge;
 use super::metrics::{Conservation, Series};
 use super::Simulation;
-use crate::agent::AgentCc;
-use crate::cc::{Cc, CongestionControl, FlowCtl, Transport};
+use crate::cc::{Cc, CcBuild, CongestionControl, FlowCtl, Transport};
 use crate::config::{parse_scenario, CfgResult, ConfigError, Scenario};
 use crate::engine::{Event, EventQueue};
 use crate::flow::{Flow, FlowPath, FlowStats, MonitorInterval, Receiver, Sender, TcpRecovery};
@@ -175,34 +174,16 @@ impl Simulation {
         let pk = &self.scenario.packets;
         let (payload, header, ack) = (pk.payload as u64, pk.header as u64, pk.ack as u64);
         let min_frac = self.scenario.host.min_rate_fraction;
+        // The `agent` algorithm is configured by the scenario's `[agent]` table.
+        let build = CcBuild { agent: self.bridge.as_ref().map(|b| b.spec()) };
         // Flows that share a CC configuration share its parsed form.
         let mut cc_cache: Vec<(&crate::config::CcConfig, Cc)> = Vec::new();
         let mut built: Vec<Cc> = Vec::with_capacity(specs.len());
         for s in &specs {
             let cc = match cc_cache.iter().find(|(c, _)| **c == s.cc) {
                 Some((_, cc)) => cc.clone(),
-                None if s.cc.algorithm == "agent" => {
-                    let field = &s.cc_field;
-                    let Some(bridge) = &self.bridge else {
-                        return Err(ConfigError::new(
-                            format!("{field}.algorithm"),
-                            "\"agent\"",
-                            "agent flows need an [agent] table in the scenario",
-                        ));
-                    };
-                    if let Some(k) = s.cc.params.keys().next() {
-                        return Err(ConfigError::new(
-                            format!("{field}.{k}"),
-                            "",
-                            "the agent CC takes no parameters here; configure it in [agent]",
-                        ));
-                    }
-                    let cc = Cc::Agent(Box::new(AgentCc::new(bridge.spec.clone())));
-                    cc_cache.push((&s.cc, cc.clone()));
-                    cc
-                }
                 None => {
-                    let cc = Cc::from_config(&s.cc, &s.cc_field)?;
+                    let cc = Cc::from_config(&s.cc, &s.cc_field, &build)?;
                     cc_cache.push((&s.cc, cc.clone()));
                     cc
                 }

@@ -189,7 +189,7 @@ impl Simulation {
                     self.cc_event(flow, |cc, ctx| cc.on_timer(ctx));
                 }
             }
-            Event::ApplyAction { flow } => self.on_apply_action(flow),
+            Event::ApplyAction { flow, action } => self.on_apply_action(flow, action),
             Event::Sample => self.take_sample(),
             Event::WindowStart => self.window_start(),
             Event::WindowEnd => self.window_end(),
