@@ -1,4 +1,10 @@
-//! The application.
+//! The application: when flows start, hand over messages and stop.
+//!
+//! The workloads are turned into one schedule at build time, sorted by time
+//! (a stable sort, so generation order breaks ties), and one `AppData` event
+//! walks it: a start runs the CC's `on_start`, a message raises the flow's
+//! application limit, a stop caps the flow at what it has sent (what was sent
+//! still completes). One pending event, however many flows.
 
 use super::Simulation;
 use crate::cc::CongestionControl;
@@ -8,12 +14,16 @@ use crate::workload::UNLIMITED;
 /// An item of the application data schedule.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum AppAction {
+    /// The flow starts.
     Start,
+    /// The application hands the flow this many more bytes.
     Message(u64),
+    /// The application stops offering data.
     Stop,
 }
 
 impl Simulation {
+    /// The `AppData` event: runs every schedule entry that is due.
     pub(super) fn on_app_data(&mut self) {
         while self.app_next < self.app.len() && self.app[self.app_next].0 <= self.now {
             let (_, fid, action) = self.app[self.app_next];

@@ -1,4 +1,21 @@
-//! The agent bridge.
+//! The agent bridge: decision requests of agent flows, answered in batches by
+//! a policy outside the simulation or at once by a native policy.
+//!
+//! An agent flow's CC (`cc/agent.rs`) raises `decision_due` when it wants an
+//! action; the CC glue hands the request here ([`Simulation::request_decision`]).
+//! A native policy (an exported MLP) answers at once; with the stepping API
+//! in use the request joins the [`Batch`] that [`Simulation::agent_step`]
+//! returns and [`Simulation::agent_act`] answers; with neither (an external
+//! policy nobody steps) the rate is held. An action asked for at `t` takes
+//! effect at `t + policy_delay`, carried by its `ApplyAction` event; with no
+//! delay it is returned to the caller, which applies it at once (blocking
+//! semantics). The bridge reads an agent only through `AgentCc`'s
+//! observation, reward, apply and finish.
+//!
+//! `agent_step` runs events until the policy must answer: with no delay,
+//! until time moves past the first request (a batch holds simultaneous
+//! requests); with a delay, until the first request's action is due, so one
+//! batch gathers every request made meanwhile.
 
 use super::Simulation;
 use crate::cc::agent::AgentSpec;
@@ -27,13 +44,6 @@ pub struct Batch {
     pub truncated: Vec<bool>,
 }
 
-impl Bridge {
-    /// The checked `[agent]` table (agent flows are built from it).
-    pub(super) fn spec(&self) -> &Arc<AgentSpec> {
-        &self.spec
-    }
-}
-
 impl Batch {
     /// Number of entries.
     pub fn len(&self) -> usize {
@@ -45,7 +55,16 @@ impl Batch {
         self.flows.is_empty()
     }
 
-    pub(super) fn clear(&mut self) {
+    fn push(&mut self, flow: u32, time: Time, obs: &[f32], reward: f32, done: bool, truncated: bool) {
+        self.flows.push(flow);
+        self.times.push(time);
+        self.obs.extend_from_slice(obs);
+        self.rewards.push(reward);
+        self.done.push(done);
+        self.truncated.push(truncated);
+    }
+
+    fn clear(&mut self) {
         self.flows.clear();
         self.times.clear();
         self.obs.clear();
@@ -55,7 +74,7 @@ impl Batch {
     }
 }
 
-/// The simulator side of the agent bridge (see `crate::agent`).
+/// The simulator side of the agent bridge (see `crate::cc::agent`).
 pub(super) struct Bridge {
     /// The checked `[agent]` table.
     spec: Arc<AgentSpec>,
@@ -75,14 +94,24 @@ pub(super) struct Bridge {
     decisions: u64,
 }
 
+impl Bridge {
+    /// The checked `[agent]` table (agent flows are built from it).
+    pub(super) fn spec(&self) -> &Arc<AgentSpec> {
+        &self.spec
+    }
+}
+
 impl Simulation {
-    /// A decision of agent flow `fid` is due: answer it natively or queue it.
+    /// A decision of agent flow `fid` is due (its CC raised `decision_due`):
+    /// answer it natively, hold the rate when nobody is stepping, or queue it
+    /// in the batch. Returns the action when it must take effect now (no
+    /// policy delay); the caller (`cc_glue.rs`) applies it.
     #[cold]
     #[inline(never)]
-    pub(super) fn on_decision(&mut self, fid: u32) {
+    pub(super) fn request_decision(&mut self, fid: u32) -> Option<f32> {
         let now = self.now;
-        let Some(bridge) = self.bridge.as_mut() else { return };
-        let Cc::Agent(agent) = &mut self.flows[fid as usize].cc else { return };
+        let bridge = self.bridge.as_mut()?;
+        let Cc::Agent(agent) = &mut self.flows[fid as usize].cc else { return None };
         bridge.decisions += 1;
         let action = if let Some((mlp, scratch)) = bridge.native.as_mut() {
             let mut out = [0f32; 64];
@@ -95,35 +124,29 @@ impl Simulation {
                 out[0]
             }
         } else if bridge.stepping {
-            let b = &mut bridge.batch;
-            b.flows.push(fid);
-            b.times.push(now);
-            b.obs.extend_from_slice(agent.observation());
-            b.rewards.push(agent.reward());
-            b.done.push(false);
-            b.truncated.push(false);
-            return;
+            bridge.batch.push(fid, now, agent.observation(), agent.reward(), false, false);
+            return None;
         } else {
             // Nobody is stepping this simulation: hold the rate.
             bridge.spec.neutral_action()
         };
-        self.schedule_action(fid, now, action);
+        self.action_due(fid, now, action)
     }
 
-    /// Applies `action` for the request made at `at` once the policy delay has passed.
-    pub(super) fn schedule_action(&mut self, fid: u32, at: Time, action: f32) {
+    /// Routes `action`, answering the request flow `fid` made at `at`: returns
+    /// it when it takes effect now (no policy delay), otherwise schedules its
+    /// `ApplyAction` event `policy_delay` after the request.
+    fn action_due(&mut self, fid: u32, at: Time, action: f32) -> Option<f32> {
         let delay = self.bridge.as_ref().map_or(0, |b| b.spec.policy_delay);
         if delay == 0 {
-            self.cc_event(fid, |cc, ctx| {
-                if let Cc::Agent(a) = cc {
-                    a.apply(ctx, action)
-                }
-            });
-        } else {
-            self.events.push(at + delay, Event::ApplyAction { flow: fid, action });
+            return Some(action);
         }
+        self.events.push(at + delay, Event::ApplyAction { flow: fid, action });
+        None
     }
 
+    /// The `ApplyAction` event: a delayed action takes effect, unless its flow
+    /// has finished meanwhile.
     #[cold]
     #[inline(never)]
     pub(super) fn on_apply_action(&mut self, fid: u32, action: f32) {
@@ -131,11 +154,7 @@ impl Simulation {
         if f.snd.finished.is_some() || !matches!(f.cc, Cc::Agent(_)) {
             return;
         }
-        self.cc_event(fid, |cc, ctx| {
-            if let Cc::Agent(a) = cc {
-                a.apply(ctx, action)
-            }
-        });
+        self.apply_action(fid, action);
     }
 
     /// Reports the end of agent flow `fid` to the policy (done or truncated).
@@ -149,15 +168,8 @@ impl Simulation {
         }
         let f = &mut self.flows[fid as usize];
         let Cc::Agent(agent) = &mut f.cc else { return };
-        let ctx = CcCtx { now, flow: &mut f.ctl };
-        let reward = agent.finish(&ctx);
-        let b = &mut bridge.batch;
-        b.flows.push(fid);
-        b.times.push(now);
-        b.obs.extend_from_slice(agent.observation());
-        b.rewards.push(reward);
-        b.done.push(!truncated);
-        b.truncated.push(truncated);
+        let reward = agent.finish(&CcCtx { now, flow: &mut f.ctl });
+        bridge.batch.push(fid, now, agent.observation(), reward, !truncated, truncated);
     }
 
     /// Runs until the policy must answer: returns a batch of decision
@@ -248,7 +260,9 @@ impl Simulation {
             if batch.done[i] || batch.truncated[i] {
                 continue;
             }
-            self.schedule_action(batch.flows[i], batch.times[i], a);
+            if let Some(now) = self.action_due(batch.flows[i], batch.times[i], a) {
+                self.apply_action(batch.flows[i], now);
+            }
         }
         self.bridge.as_mut().expect("bridge").batch = batch;
         Ok(())

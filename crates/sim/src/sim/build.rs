@@ -1,4 +1,15 @@
 //! Building a simulation from a scenario: checks, ports, switch memory, flows.
+//!
+//! The scenario has been parsed strictly (`config.rs`); [`validate`] rejects
+//! values that parse but make no sense, with a [`ConfigError`] naming the
+//! field, and the topology and workload builders check their own tables.
+//! Then the network is built once: ports with their queues, schedulers and
+//! ECN ramps, one memory manager per switch (PFC headroom computed from the
+//! link when not given), one NIC per host, and the flows, each with its CC
+//! (built by [`Cc::from_config`], the `agent` algorithm from the scenario's
+//! `[agent]` table), its ECMP path both ways, base RTT, BDP and ideal
+//! completion time. Everything random is drawn here in workload order, from
+//! the run's one generator, before the first event.
 
 use super::app::AppAction;
 use super::bridge::build_bridge;
@@ -12,16 +23,12 @@ use crate::host::{Host, SchedState};
 use crate::net::port::{Port, PortStats, Queue, Red, SchedKind};
 use crate::net::switch::Mmu;
 use crate::packet::PacketPool;
-use crate::topology::{NodeKind, Topology};
+use crate::topology::{flow_hash, reverse_hash, NodeKind, Topology};
 use crate::units::{fmt_time, ser_time, Time, SEC, US};
 use crate::workload::{FlowSpec, WorkloadBuilder, UNLIMITED};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::path::Path;
-
-fn build_err<T>(r: CfgResult<T>) -> CfgResult<T> {
-    r
-}
 
 impl Simulation {
     /// Parses, checks and builds a scenario given as JSON; relative file paths
@@ -37,9 +44,8 @@ impl Simulation {
         let topo = Topology::build(&sc.topology)?;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(sc.seed);
         let end = sc.duration.0;
-        let specs = build_err(
-            WorkloadBuilder::new(&topo, end, &sc.cc, base_dir, sc.switch.queues).build(&sc.workload, &mut rng),
-        )?;
+        let specs =
+            WorkloadBuilder::new(&topo, end, &sc.cc, base_dir, sc.switch.queues).build(&sc.workload, &mut rng)?;
         let window = match sc.metrics.window {
             Some([a, b]) => (a.0, b.0),
             None => (0, end),
@@ -170,7 +176,9 @@ impl Simulation {
         Ok(sim)
     }
 
-    pub(super) fn create_flows(&mut self, specs: Vec<FlowSpec>) -> CfgResult<()> {
+    /// Creates the flows the workloads generated: their CC, path, base RTT
+    /// and ideal completion time, and their entries in the application schedule.
+    fn create_flows(&mut self, specs: Vec<FlowSpec>) -> CfgResult<()> {
         let pk = &self.scenario.packets;
         let (payload, header, ack) = (pk.payload as u64, pk.header as u64, pk.ack as u64);
         let min_frac = self.scenario.host.min_rate_fraction;
@@ -191,7 +199,7 @@ impl Simulation {
             built.push(cc);
         }
         for (id, (s, cc)) in specs.iter().zip(built).enumerate() {
-            let hash = mix32(id as u32 ^ (s.src << 16) ^ s.dst.rotate_left(8));
+            let hash = flow_hash(id as u32, s.src, s.dst);
             let fwd = self.topo.path(s.src, s.dst, hash);
             let rev = self.topo.path(s.dst, s.src, reverse_hash(hash));
             let line = self.ports[self.hosts[s.src as usize].port as usize].rate_bps as f64;
@@ -303,47 +311,18 @@ impl Simulation {
         Ok(())
     }
 
-    pub(super) fn schedule_initial(&mut self) {
+    /// Pushes the first events of the run (their order fixes the order of
+    /// same-time events, so it is part of the results).
+    fn schedule_initial(&mut self) {
         if let Some(&(t, _, _)) = self.app.first() {
             self.events.push(t, Event::AppData);
         }
-        if self.window.0 == 0 {
-            self.window_start();
-        } else {
-            self.events.push(self.window.0, Event::WindowStart);
-        }
-        self.events.push(self.window.1, Event::WindowEnd);
-        let flows_on = match &self.scenario.metrics.flow_series {
-            serde_json::Value::Bool(b) => *b,
-            _ => self.flows.len() <= 1024,
-        };
-        self.series.flows_on = flows_on;
-        self.series.ports = (0..self.ports.len() as u32).filter(|&p| !self.ports[p as usize].is_host).collect();
-        self.series.last_tx = vec![0; self.series.ports.len()];
-        if self.sample_interval > 0 {
-            self.events.push(self.sample_interval.min(self.end), Event::Sample);
-        }
+        self.start_metrics();
         if self.scenario.host.rto.0 > 0 {
             let period = self.rto_sweep_period();
             self.events.push(period, Event::RtoSweep { host: 0 });
         }
     }
-}
-
-/// Murmur3 finaliser: spreads flow identities over 32 bits for ECMP.
-fn mix32(mut h: u32) -> u32 {
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^= h >> 16;
-    h
-}
-
-/// Hash of a flow's reverse direction (ACKs, NACKs, CNPs).
-#[inline]
-pub(super) fn reverse_hash(h: u32) -> u32 {
-    mix32(h ^ 0x5bd1_e995)
 }
 
 /// Checks values that parse but make no sense.

@@ -1,4 +1,10 @@
-//! Run-time control.
+//! Run-time control of switches, for switch-side agents and slow controllers:
+//! ECN marking and scheduler weights changed while the simulation runs.
+//!
+//! Both take effect at the next packet: ECN decisions read the queue's ramp
+//! when they are made, and the scheduler reads the weights when it visits a
+//! queue. Errors (no such port or queue, a host port, a zero weight) come
+//! back as messages, never as panics.
 
 use super::Simulation;
 use crate::net::port::Red;

@@ -1,14 +1,39 @@
-//! Links and PFC.
+//! Links and PFC: a port serialises a packet onto its wire, the wire delivers
+//! it to the peer, and pause frames stop and restart a transmitter.
+//!
+//! A full-duplex link is two ports, one per direction; a port is the
+//! transmitting end of one direction. Serialisation and propagation are both
+//! paid on the wire: [`Simulation::transmit`] appends `(arrival, packet)` to
+//! the port's wire FIFO, and since a port sends one packet at a time over a
+//! constant delay, arrivals leave in the order they entered, so only the
+//! oldest needs an `Arrive` event. However many packets a long link holds, it
+//! costs one pending event.
+//!
+//! A port's transmit opportunity ([`Simulation::try_send`]) is the seam to
+//! what feeds it: a host port asks its NIC scheduler (`nic.rs`), a switch
+//! port its queue discipline (`switch.rs`). A port with nothing more to send
+//! arms no `TxDone`; the next packet that wants to go schedules it at
+//! `busy_until` (one event per hop saved on ACK paths).
+//!
+//! PFC frames are link-level: they are queued ahead of everything on the
+//! port that sends them and act on the port they arrive at, pausing its
+//! transmitter for one traffic class until the XON.
 
 use super::Simulation;
 use crate::engine::Event;
-use crate::host::SchedState;
 use crate::packet::{PacketKind, PktId};
 use crate::topology::NodeKind;
 use crate::units::{ser_time, Time};
 use rand::Rng;
 
 impl Simulation {
+    /// The `TxDone` event: `port` finished serialising and may start the next packet.
+    #[inline]
+    pub(super) fn on_tx_done(&mut self, port: u32) {
+        self.ports[port as usize].tx_pending = false;
+        self.try_send(port);
+    }
+
     /// Starts transmitting `pid` on `port` now.
     #[inline]
     pub(super) fn transmit(&mut self, port: u32, pid: PktId) {
@@ -45,6 +70,9 @@ impl Simulation {
         self.packet_hops += 1;
     }
 
+    /// A transmit opportunity of `port`: if it is idle, its NIC or switch
+    /// queues pick the next packet; if it is busy, a `TxDone` is armed for the
+    /// end of the current packet (at most one pending per port).
     pub(super) fn try_send(&mut self, port: u32) {
         let pt = &mut self.ports[port as usize];
         if pt.tx_pending {
@@ -62,6 +90,8 @@ impl Simulation {
         }
     }
 
+    /// The `Arrive` event: the oldest packet on the wire of `port` reaches
+    /// the peer port's node (store and forward: its last bit has arrived).
     pub(super) fn on_arrive(&mut self, port: u32) {
         let pt = &mut self.ports[port as usize];
         let (_, pid) = pt.wire.pop_front().expect("arrival without a packet on the wire");
@@ -99,15 +129,8 @@ impl Simulation {
                 pt.stats.win_paused_time += now.saturating_sub(since);
             }
             if pt.is_host {
-                let h = match self.topo.nodes[pt.node as usize].kind {
-                    NodeKind::Host(h) => h,
-                    NodeKind::Switch(_) => unreachable!(),
-                };
-                let parked = std::mem::take(&mut self.hosts[h as usize].parked);
-                for f in parked {
-                    self.flows[f as usize].snd.sched = SchedState::Idle;
-                    self.schedule_flow(f);
-                }
+                let h = self.host_of_port(port);
+                self.unpark_flows(h);
             }
             self.try_send(port);
         }

@@ -1,4 +1,13 @@
-//! Metrics.
+//! Metrics: the time series and the collection window.
+//!
+//! Port and flow counters are plain integers updated by the handlers where
+//! things happen; this module only snapshots them. Every `sample_interval` a
+//! `Sample` event records queue length and transmit rate per switch port and,
+//! when enabled, delivery rate per flow. `WindowStart` and `WindowEnd` snapshot
+//! transmitted bytes per port and delivered bytes per flow, and bracket the
+//! "in window" counters (drops, marks, pauses, queueing latency) that the
+//! summary reports (`report.rs`). Sampling events are ordinary events: they
+//! count in the event total and take their place in the event order.
 
 use super::Simulation;
 use crate::engine::Event;
@@ -31,10 +40,33 @@ pub struct Series {
     pub flows_on: bool,
     /// Per sample, per flow: delivery rate since the previous sample (Gb/s).
     pub flow_gbps: Vec<f32>,
-    pub(super) last_tx: Vec<u64>,
+    /// Per sampled port: bytes transmitted at the previous sample.
+    last_tx: Vec<u64>,
 }
 
 impl Simulation {
+    /// Sets up the time series and pushes the first metrics events: the
+    /// window's start (or starts it now) and end, and the first sample.
+    pub(super) fn start_metrics(&mut self) {
+        if self.window.0 == 0 {
+            self.window_start();
+        } else {
+            self.events.push(self.window.0, Event::WindowStart);
+        }
+        self.events.push(self.window.1, Event::WindowEnd);
+        let flows_on = match &self.scenario.metrics.flow_series {
+            serde_json::Value::Bool(b) => *b,
+            _ => self.flows.len() <= 1024,
+        };
+        self.series.flows_on = flows_on;
+        self.series.ports = (0..self.ports.len() as u32).filter(|&p| !self.ports[p as usize].is_host).collect();
+        self.series.last_tx = vec![0; self.series.ports.len()];
+        if self.sample_interval > 0 {
+            self.events.push(self.sample_interval.min(self.end), Event::Sample);
+        }
+    }
+
+    /// The `Sample` event.
     pub(super) fn take_sample(&mut self) {
         let now = self.now;
         let dt = self.sample_interval as f64 / SEC as f64;
@@ -58,6 +90,7 @@ impl Simulation {
         }
     }
 
+    /// The `WindowStart` event.
     pub(super) fn window_start(&mut self) {
         self.in_window = true;
         for pt in &mut self.ports {
@@ -68,6 +101,7 @@ impl Simulation {
         }
     }
 
+    /// The `WindowEnd` event.
     pub(super) fn window_end(&mut self) {
         if !self.in_window {
             return;

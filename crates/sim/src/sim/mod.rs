@@ -1,12 +1,32 @@
 //! The simulation: builds the network from a scenario and runs its events.
 //!
-//! Event handlers follow a packet's life: a host NIC picks a flow and
-//! transmits (`host_try_send`), the port serializes and puts the packet on the
-//! wire (`transmit`), it arrives at the peer (`on_arrive`), a switch admits,
-//! marks and queues it (`switch_receive`) and later dequeues it
-//! (`switch_try_send`), and the destination host consumes it
-//! (`host_receive`), answering with ACK/NACK/CNP/probe replies that travel
-//! back the same way.
+//! `Simulation` is one struct whose behaviour is split by network concept,
+//! one `impl Simulation` block per file (as smoltcp splits a socket by
+//! protocol). This file holds the state, the run loop and the event dispatch;
+//! each event goes to one entry point of one module:
+//!
+//! | file | concept | events it handles |
+//! |---|---|---|
+//! | `build.rs` | checking the scenario, building ports, switch memory and flows | |
+//! | `link.rs` | serialisation, wires, PFC pause and resume | `TxDone`, `Arrive` |
+//! | `switch.rs` | the switch datapath: ECMP, admission, ECN, queues, INT | |
+//! | `nic.rs` | the NIC transmit scheduler and the packets it builds | `NicWake` |
+//! | `receiver.rs` | a host's arrivals; ACK, NACK, CNP and probe replies | |
+//! | `transport.rs` | loss recovery: go-back-N, TCP NewReno, the timeout sweep | `RtoSweep` |
+//! | `cc_glue.rs` | running a CC callback and applying what it changed | `CcTimer` |
+//! | `bridge.rs` | agent decisions: batches, delayed actions, native policies | `ApplyAction` |
+//! | `app.rs` | the application: flow starts, messages, stops | `AppData` |
+//! | `metrics.rs` | samples, the collection window | `Sample`, `WindowStart`, `WindowEnd` |
+//! | `control.rs` | run-time control of switches, port names | |
+//!
+//! A packet's life: a host NIC picks a flow and builds a data packet
+//! (`nic::host_try_send`), the port serialises it onto the wire
+//! (`link::transmit`), it arrives at the peer (`link::on_arrive`), a switch
+//! routes, admits, marks and queues it (`switch::switch_receive`) and later
+//! dequeues it (`switch::switch_try_send`, back to `link::transmit`), and the
+//! destination host consumes it (`receiver::host_receive`), answering with
+//! ACK/NACK/CNP/probe replies that travel back the same way to the sender's
+//! transport (`transport::on_ack`) and CC (`cc_glue`).
 
 mod app;
 mod bridge;
@@ -24,7 +44,6 @@ pub use bridge::Batch;
 use bridge::Bridge;
 pub use metrics::{Conservation, Series};
 
-use crate::cc::CongestionControl;
 use crate::config::Scenario;
 use crate::engine::{Event, EventQueue};
 use crate::flow::Flow;
@@ -164,31 +183,15 @@ impl Simulation {
         self.now >= self.end
     }
 
-    pub(super) fn dispatch(&mut self, ev: Event) {
+    /// Runs one event: each kind goes to the entry point of its module.
+    fn dispatch(&mut self, ev: Event) {
         match ev {
-            Event::TxDone { port } => {
-                let pt = &mut self.ports[port as usize];
-                pt.tx_pending = false;
-                self.try_send(port);
-            }
+            Event::TxDone { port } => self.on_tx_done(port),
             Event::Arrive { port } => self.on_arrive(port),
-            Event::NicWake { host } => {
-                if self.hosts[host as usize].wake_at == self.now {
-                    self.hosts[host as usize].wake_at = Time::MAX;
-                    let p = self.hosts[host as usize].port;
-                    self.try_send(p);
-                }
-            }
+            Event::NicWake { host } => self.on_nic_wake(host),
             Event::AppData => self.on_app_data(),
             Event::RtoSweep { .. } => self.rto_sweep(),
-            Event::CcTimer { flow, generation } => {
-                let f = &mut self.flows[flow as usize];
-                if f.snd.timer_gen == generation && f.snd.finished.is_none() {
-                    f.snd.timer_at = None;
-                    f.ctl.timer = None;
-                    self.cc_event(flow, |cc, ctx| cc.on_timer(ctx));
-                }
-            }
+            Event::CcTimer { flow, generation } => self.on_cc_timer(flow, generation),
             Event::ApplyAction { flow, action } => self.on_apply_action(flow, action),
             Event::Sample => self.take_sample(),
             Event::WindowStart => self.window_start(),

@@ -1,10 +1,29 @@
-//! The receiver.
+//! The receiver: what a host does with the packets that arrive at it.
+//!
+//! [`Simulation::host_receive`] is a host's demultiplexer. The receiver half
+//! of a flow handles what the sender sent: data (ACK, NACK, CNP, probe reply)
+//! and stand-alone RTT probes (a probe reply). Feedback for the host's own
+//! sending flows goes to their sender half: ACKs and NACKs to the transport
+//! (`transport.rs`), CNPs and probe replies to the CC (`cc_glue.rs`); PFC
+//! frames to the link (`link.rs`).
+//!
+//! The receiver acknowledges cumulatively, one ACK per `host.ack_every`
+//! in-order packets and always at the end of a flow or message, for a packet
+//! that fills a hole or carries a probe. An ACK echoes the data packet's send
+//! time, CE mark, hop count and INT records. Out of order, a go-back-N
+//! receiver drops the packet and sends a NACK (at most one per
+//! `host.nack_interval` for the same expected byte); a TCP receiver keeps the
+//! range and answers with a duplicate ACK. A CE mark makes a go-back-N
+//! receiver send a CNP, at most one per flow per `host.cnp_interval` (the
+//! DCQCN notification point). Replies go out through the NIC's control queue
+//! (`send_control`), ahead of data.
 
 use super::Simulation;
-use crate::cc::{CongestionControl, ProbeEvent, Transport};
+use crate::cc::Transport;
 use crate::packet::{PacketKind, PktId};
 
 impl Simulation {
+    /// Packet `pid` arrived at host `h` through its NIC port `in_port`.
     pub(super) fn host_receive(&mut self, h: u32, in_port: u32, pid: PktId) {
         let kind = self.pool.get(pid).kind;
         match kind {
@@ -14,75 +33,30 @@ impl Simulation {
                 self.cons.delivered_bytes += size;
                 self.receive_data(h, pid);
             }
-            PacketKind::Probe => {
-                let (fid, src, ts) = {
-                    let p = self.pool.get(pid);
-                    (p.flow, p.src, p.ts_tx)
-                };
-                self.pool.free(pid);
-                let size = self.scenario.packets.probe;
-                let r = self.control_packet(fid, PacketKind::ProbeReply, h, src, size, 0);
-                self.pool.get_mut(r).ts_tx = ts;
-                self.send_control(h, r);
-            }
+            PacketKind::Probe => self.answer_probe(h, pid),
             PacketKind::Ack => self.on_ack(pid),
-            PacketKind::Nack => {
-                let (fid, seq, ts) = {
-                    let p = self.pool.get(pid);
-                    (p.flow, p.seq, p.ts_tx)
-                };
-                self.pool.free(pid);
-                let rtt = self.now.saturating_sub(ts);
-                let f = &mut self.flows[fid as usize];
-                f.stats.nacks += 1;
-                f.mi.nacks += 1;
-                if seq >= f.ctl.snd_una && f.snd.finished.is_none() {
-                    // Everything below `seq` has arrived: go back to it.
-                    if seq > f.ctl.snd_una {
-                        f.ctl.snd_una = seq;
-                        f.snd.last_progress = self.now;
-                    }
-                    f.ctl.snd_nxt = seq;
-                }
-                self.cc_event(fid, |cc, ctx| cc.on_nack(ctx, seq, rtt));
-                self.after_progress(fid);
-            }
-            PacketKind::Cnp => {
-                let fid = self.pool.get(pid).flow;
-                self.pool.free(pid);
-                let f = &mut self.flows[fid as usize];
-                f.stats.cnps += 1;
-                f.mi.cnps += 1;
-                self.cc_event(fid, |cc, ctx| cc.on_cnp(ctx));
-            }
-            PacketKind::ProbeReply => {
-                let (fid, ts) = {
-                    let p = self.pool.get(pid);
-                    (p.flow, p.ts_tx)
-                };
-                self.pool.free(pid);
-                let now = self.now;
-                let f = &mut self.flows[fid as usize];
-                let ev = ProbeEvent {
-                    rtt: now - ts,
-                    bytes_sent: f.mi.bytes,
-                    packets_sent: f.mi.pkts,
-                    nacks: f.mi.nacks,
-                    cnps: f.mi.cnps,
-                    rate: f.ctl.rate,
-                    interval: now - f.mi.start,
-                };
-                f.mi.start = now;
-                f.mi.bytes = 0;
-                f.mi.pkts = 0;
-                f.mi.nacks = 0;
-                f.mi.cnps = 0;
-                self.cc_event(fid, |cc, ctx| cc.on_probe(ctx, &ev));
-            }
+            PacketKind::Nack => self.on_nack(pid),
+            PacketKind::Cnp => self.on_cnp(pid),
+            PacketKind::ProbeReply => self.on_probe_reply(pid),
         }
     }
 
-    pub(super) fn receive_data(&mut self, h: u32, pid: PktId) {
+    /// A stand-alone RTT probe reached host `h`: answer with a probe reply
+    /// that echoes its send time.
+    fn answer_probe(&mut self, h: u32, pid: PktId) {
+        let (fid, src, ts) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.src, p.ts_tx)
+        };
+        self.pool.free(pid);
+        let size = self.scenario.packets.probe;
+        let r = self.control_packet(fid, PacketKind::ProbeReply, h, src, size, 0);
+        self.pool.get_mut(r).ts_tx = ts;
+        self.send_control(h, r);
+    }
+
+    /// A data packet of its flow reached the receiving host `h`.
+    fn receive_data(&mut self, h: u32, pid: PktId) {
         let (fid, seq, payload, ce, probe, ts, hops, n_int) = {
             let p = self.pool.get(pid);
             (p.flow, p.seq, p.payload as u64, p.ce, p.probe, p.ts_tx, p.hops, p.n_int)

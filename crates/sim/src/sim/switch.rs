@@ -1,12 +1,27 @@
-//! The switch datapath.
+//! The switch datapath: forwarding, buffer admission, ECN marking, queueing,
+//! scheduling and INT.
+//!
+//! A switch is a set of output-queued ports plus one memory manager for the
+//! whole switch (`net/switch.rs`: shared buffer with dynamic thresholds, PFC
+//! accounting per ingress port and class). An arriving packet
+//! ([`Simulation::switch_receive`]) is routed by ECMP over the precomputed
+//! equal-cost next hops (a per-flow hash, a second hash for the reverse
+//! direction), admitted or dropped by the memory manager (control packets
+//! in queue 0 bypass admission), ECN-marked at enqueue if so configured, and
+//! appended to its class's queue of the egress port; an admission that
+//! crosses the XOFF threshold sends a pause frame upstream. When the port can
+//! transmit ([`Simulation::switch_try_send`]) its scheduler picks a queue
+//! (`net/port.rs`), the packet is ECN-marked at dequeue if so configured,
+//! gets an INT record if its flow asked for one, releases its buffer charge
+//! (which may send the XON) and goes to the wire.
 
-use super::build::reverse_hash;
 use super::Simulation;
 use crate::net::switch::Admit;
 use crate::packet::{IntHop, PacketKind, PktId};
-use crate::topology::{ecmp_index, NodeKind};
+use crate::topology::{ecmp_index, reverse_hash, NodeKind};
 
 impl Simulation {
+    /// Packet `pid` arrived at switch `s` through port `in_port`.
     pub(super) fn switch_receive(&mut self, s: u32, in_port: u32, pid: PktId) {
         let (kind, flow, dst, class, size) = {
             let p = self.pool.get(pid);
@@ -74,6 +89,8 @@ impl Simulation {
         }
     }
 
+    /// A transmit opportunity of switch port `port`: a PFC frame if one is
+    /// waiting, otherwise the packet its scheduler picks.
     pub(super) fn switch_try_send(&mut self, port: u32) {
         if let Some(pid) = self.ports[port as usize].pfc_out.pop_front() {
             self.transmit(port, pid);

@@ -1,4 +1,25 @@
-//! Transports: loss recovery.
+//! Transports: the sender half of loss recovery.
+//!
+//! Two transports share one sequence space per flow (`snd_una`, `snd_nxt`
+//! in [`FlowCtl`](crate::cc::FlowCtl)) and differ in how they learn of a loss
+//! and what they resend:
+//!
+//! * go-back-N (RDMA): a NACK names the expected byte and the sender goes back
+//!   to it; the timeout is fixed (`host.rto`);
+//! * TCP (NewReno, RFC 6582): three duplicate ACKs retransmit the first
+//!   unacknowledged segment and start fast recovery, where a partial ACK
+//!   retransmits the next hole; the timeout is RFC 6298's `srtt + 4 rttvar`,
+//!   at least `host.rto_min`, doubled on every timeout. No SACK.
+//!
+//! The receiver half is in `receiver.rs`. ACK and NACK handling here move the
+//! sequence state first and then run the CC's callbacks (`cc_glue.rs`), so an
+//! algorithm sees the flow as the transport left it.
+//!
+//! Timeouts are not timers: one `RtoSweep` event runs every quarter of the
+//! shortest timeout and checks every flow. A per-flow timer would need a heap
+//! push per ACK (or thousands of stale entries) and one pending event per flow;
+//! the sweep costs a few nanoseconds per flow per period, and a timeout fires
+//! between 1 and 1.25 timeouts after the last progress.
 
 use super::Simulation;
 use crate::cc::{AckEvent, CcCtx, CongestionControl, Transport};
@@ -7,6 +28,7 @@ use crate::packet::PktId;
 use crate::units::{Time, SEC, US};
 
 impl Simulation {
+    /// An ACK reached the sender of its flow.
     pub(super) fn on_ack(&mut self, pid: PktId) {
         let now = self.now;
         let (fid, seq, ecn, ts, hops) = {
@@ -85,6 +107,29 @@ impl Simulation {
         self.after_progress(fid);
     }
 
+    /// A NACK reached the sender of its flow: go back to the byte it expects.
+    pub(super) fn on_nack(&mut self, pid: PktId) {
+        let (fid, seq, ts) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.seq, p.ts_tx)
+        };
+        self.pool.free(pid);
+        let rtt = self.now.saturating_sub(ts);
+        let f = &mut self.flows[fid as usize];
+        f.stats.nacks += 1;
+        f.mi.nacks += 1;
+        if seq >= f.ctl.snd_una && f.snd.finished.is_none() {
+            // Everything below `seq` has arrived: go back to it.
+            if seq > f.ctl.snd_una {
+                f.ctl.snd_una = seq;
+                f.snd.last_progress = self.now;
+            }
+            f.ctl.snd_nxt = seq;
+        }
+        self.cc_event(fid, |cc, ctx| cc.on_nack(ctx, seq, rtt));
+        self.after_progress(fid);
+    }
+
     /// Bookkeeping after the cumulative ACK may have moved: completions and rescheduling.
     pub(super) fn after_progress(&mut self, fid: u32) {
         let now = self.now;
@@ -102,10 +147,8 @@ impl Simulation {
         self.schedule_flow(fid);
     }
 
-    /// Timeouts are checked by one periodic sweep over the flows rather than a
-    /// timer per flow: thousands of armed timers would bloat the event queue,
-    /// while a sweep costs a few ns per flow and fires within a quarter of
-    /// the timeout of its deadline.
+    /// Period of the timeout sweep: a quarter of the shortest timeout any flow
+    /// can have (at least 1 us).
     pub(super) fn rto_sweep_period(&self) -> Time {
         let h = &self.scenario.host;
         let tcp = self.flows.iter().any(|f| f.path.transport == Transport::Tcp);
@@ -113,6 +156,8 @@ impl Simulation {
         (shortest / 4).max(US)
     }
 
+    /// The `RtoSweep` event: every flow with data in flight and no progress
+    /// for its timeout goes back to its first unacknowledged byte.
     pub(super) fn rto_sweep(&mut self) {
         let now = self.now;
         for fid in 0..self.flows.len() as u32 {
