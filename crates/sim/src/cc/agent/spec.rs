@@ -73,7 +73,7 @@ pub enum Reward {
     Adpg,
     /// The ADPG code's signed error signal d (what the ADPG trainer consumes).
     AdpgSignal,
-    /// Aurora: 10 throughput[pkt/s] - 1000 latency[s] - 2000 loss.
+    /// Aurora: `10 throughput[pkt/s] - 1000 latency[s] - 2000 loss`.
     Aurora,
     /// throughput (fraction of line rate) - beta x delay (in rtt_norm units).
     ThroughputDelay,
