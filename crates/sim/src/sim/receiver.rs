@@ -83,6 +83,7 @@ impl Simulation {
                 f.rcv.ooo.remove(0);
                 filled = true;
             }
+            // The receiving application knows where its messages end.
             let msg_end = f.snd.messages.iter().any(|m| m.1 == f.rcv.rcv_nxt);
             send_ack = f.rcv.unacked_pkts >= ack_every || f.rcv.rcv_nxt == f.ctl.size || msg_end || probe || filled;
         } else if seq > f.rcv.rcv_nxt && tcp {
