@@ -86,13 +86,13 @@ impl Simulation {
     /// Events processed so far.
     #[getter]
     fn events(&self) -> PyResult<u64> {
-        Ok(self.core()?.event_count)
+        Ok(self.core()?.event_count())
     }
 
     /// Packet transmissions over links so far.
     #[getter]
     fn packet_hops(&self) -> PyResult<u64> {
-        Ok(self.core()?.packet_hops)
+        Ok(self.core()?.packet_hops())
     }
 
     /// Wall time of building the simulation, in seconds.
@@ -118,13 +118,13 @@ impl Simulation {
     /// Length of an agent observation (0 without an `[agent]` table).
     #[getter]
     fn obs_dim(&self) -> PyResult<usize> {
-        Ok(self.core()?.bridge.as_ref().map_or(0, |b| b.dim))
+        Ok(self.core()?.obs_dim())
     }
 
     /// Agent decisions requested so far.
     #[getter]
     fn decisions(&self) -> PyResult<u64> {
-        Ok(self.core()?.bridge.as_ref().map_or(0, |b| b.decisions))
+        Ok(self.core()?.agent_decisions())
     }
 
     /// Runs until the policy must act; returns (over, batch) where batch maps
@@ -141,7 +141,7 @@ impl Simulation {
         self.sim = Some(sim);
         let over = res.map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
         let core = self.core()?;
-        let dim = core.bridge.as_ref().map_or(0, |b| b.dim);
+        let dim = core.obs_dim();
         let batch = core.batch().cloned().unwrap_or_default();
         Ok((over, batch_dict(py, batch, dim, None)?))
     }
@@ -232,7 +232,7 @@ impl Pool {
         for (i, b) in built.into_iter().enumerate() {
             sims.push(Some(b.map_err(|e| ScenarioError::new_err(format!("scenario {i}: {e}")))?));
         }
-        let dims: Vec<usize> = sims.iter().map(|s| s.as_ref().unwrap().bridge.as_ref().map_or(0, |b| b.dim)).collect();
+        let dims: Vec<usize> = sims.iter().map(|s| s.as_ref().unwrap().obs_dim()).collect();
         if dims.contains(&0) {
             return Err(ScenarioError::new_err("every scenario of a pool needs an [agent] table with external policy"));
         }
@@ -269,7 +269,7 @@ impl Pool {
     /// Events processed by each simulation.
     #[getter]
     fn events(&self) -> Vec<u64> {
-        self.sims.iter().map(|s| s.as_ref().map_or(0, |s| s.event_count)).collect()
+        self.sims.iter().map(|s| s.as_ref().map_or(0, |s| s.event_count())).collect()
     }
 
     /// Steps every simulation that is not over (in parallel when the last step's
@@ -375,7 +375,7 @@ impl Pool {
         let built =
             py.detach(move || guarded("set-up", move || Core::from_json(&scenario_json, Path::new(&base_dir))))?;
         let sim = built.map_err(|e| ScenarioError::new_err(e.to_string()))?;
-        if sim.bridge.as_ref().map_or(0, |b| b.dim) != self.dim {
+        if sim.obs_dim() != self.dim {
             return Err(ScenarioError::new_err("the new scenario's observation length differs from the pool's"));
         }
         self.sims[i] = Some(sim);

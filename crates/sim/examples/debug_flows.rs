@@ -5,30 +5,30 @@ fn main() {
     let json = std::fs::read_to_string(path).unwrap();
     let mut sim = ccgym_sim::Simulation::from_json(&json, std::path::Path::new(".")).unwrap();
     sim.run_until(until);
-    for (i, f) in sim.flows.iter().enumerate() {
+    for (i, f) in sim.flows().iter().enumerate() {
         println!(
             "flow {i} {}->{} sched {:?} una {} nxt {} app {} rate {:.3e} win {} next_avail {:.0} now {} timer {:?}",
-            f.src,
-            f.dst,
-            f.sched,
+            f.path.src,
+            f.path.dst,
+            f.snd.sched,
             f.ctl.snd_una,
             f.ctl.snd_nxt,
             f.ctl.app_limit,
             f.ctl.rate,
             f.ctl.window,
-            f.next_avail,
+            f.snd.next_avail,
             sim.now(),
             f.ctl.timer
         );
     }
-    for (h, host) in sim.hosts.iter().enumerate() {
+    for (h, host) in sim.hosts().iter().enumerate() {
         println!(
             "host {h}: ready {:?} sleeping {} current {:?} wake {} paused {}",
             host.ready,
             host.sleeping.len(),
             host.current,
             host.wake_at,
-            sim.ports[host.port as usize].paused
+            sim.ports()[host.port as usize].paused
         );
     }
 }

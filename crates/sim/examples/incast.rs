@@ -25,7 +25,7 @@ fn main() {
     );
     eprintln!(
         "sizeof Flow {} Packet {} Port {} Event {}",
-        std::mem::size_of::<ccgym_sim::host::Flow>(),
+        std::mem::size_of::<ccgym_sim::flow::Flow>(),
         std::mem::size_of::<ccgym_sim::packet::Packet>(),
         std::mem::size_of::<ccgym_sim::net::port::Port>(),
         std::mem::size_of::<ccgym_sim::engine::Event>()
@@ -39,10 +39,10 @@ fn main() {
     let s = sim.summary();
     println!(
         "flows {flows}: setup {setup:.3}s run {run:.3}s events {} hops {} ns/hop {:.1} ns/event {:.1} util {:.4} drops {} pauses {}",
-        sim.event_count,
-        sim.packet_hops,
-        run * 1e9 / sim.packet_hops as f64,
-        run * 1e9 / sim.event_count as f64,
+        sim.event_count(),
+        sim.packet_hops(),
+        run * 1e9 / sim.packet_hops() as f64,
+        run * 1e9 / sim.event_count() as f64,
         s["bottleneck"]["utilization"],
         s["network"]["drops_packets"],
         s["network"]["pfc_pauses"]

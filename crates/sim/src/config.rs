@@ -5,7 +5,7 @@
 //! field and the value. Defaults follow the ADPG reference NIC simulator
 //! (`shared/specs/scenarios.md` section 1) where it has one.
 
-use crate::units::{Bytes, Duration, Rate};
+use crate::units::{Bytes, Duration, Rate, MS, NS, US};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -77,7 +77,7 @@ pub struct Scenario {
     pub workload: Vec<WorkloadConfig>,
     /// Learned CC: how flows whose CC is `agent` observe, are rewarded and act.
     #[serde(default)]
-    pub agent: Option<crate::agent::AgentConfig>,
+    pub agent: Option<AgentConfig>,
 }
 
 fn default_name() -> String {
@@ -353,6 +353,105 @@ fn default_cc() -> String {
 impl Default for CcConfig {
     fn default() -> Self {
         CcConfig { algorithm: default_cc(), params: BTreeMap::new() }
+    }
+}
+
+/// The scenario's `[agent]` table.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// When a flow asks for a decision: `probe` (RTT-probe reply), `acks` or `interval`.
+    pub trigger: String,
+    /// `acks` trigger: ACKs per decision.
+    pub every_acks: u32,
+    /// `interval` trigger: monitor-interval length.
+    pub interval: Duration,
+    /// Feature names, in observation order (see [`crate::cc::agent::FEATURES`]).
+    pub features: Vec<String>,
+    /// Feature rows per observation (oldest first).
+    pub history: u32,
+    /// Reward name (see [`crate::cc::agent::REWARDS`]).
+    pub reward: String,
+    /// Action mapping: `multiplier`, `aurora`, `discrete` or `rate`.
+    pub action: String,
+    /// `multiplier`: m = 1 + inc x a for a >= 0.
+    pub multiplier_inc: f64,
+    /// `multiplier`: m = 1 / (1 - dec x a) for a < 0.
+    pub multiplier_dec: f64,
+    /// `aurora`: rate x (1 + alpha a) or / (1 - alpha a).
+    pub aurora_alpha: f64,
+    /// `discrete`: the multipliers an action index selects.
+    pub discrete: Vec<f64>,
+    /// Time between a decision request and its action taking effect (default
+    /// 1 us; 0 = blocking: the network waits for the policy).
+    pub policy_delay: Duration,
+    /// `external` (actions come from Python) or the path of a native policy file.
+    pub policy: String,
+    /// Native policy arithmetic: `float32` or `int8`.
+    pub precision: String,
+    /// RTT normaliser (RTT inflation = RTT / rtt_norm); 0 = the flow's base RTT.
+    pub rtt_norm: Duration,
+    /// ADPG signal: RTT-inflation offset beta.
+    pub adpg_beta: f64,
+    /// ADPG signal: target of max(R - beta, 0) x sqrt(rate).
+    pub adpg_target: f64,
+    /// ADPG signal: scale s.
+    pub adpg_scale: f64,
+    /// Delay weight of the `throughput_delay` and `log_utility` rewards.
+    pub reward_beta: f64,
+    /// Factor applied to every reward.
+    pub reward_scale: f64,
+    /// Rate an agent flow starts at, as a fraction of line rate.
+    pub initial_rate: f64,
+    /// Rate a flow restarts at after a retransmission timeout, as a fraction of
+    /// line rate (0 = the NIC's rate floor; 1 = keep the rate the agent had set).
+    pub timeout_rate: f64,
+    /// `interval` trigger: a tick at which the flow has neither sent a packet
+    /// nor heard an ACK or NACK since its last decision is skipped (its monitor
+    /// interval goes on), at most this many ticks in a row; 0 = decide at
+    /// every tick.
+    pub hold_ticks: u32,
+    /// `probe` trigger: a probe whose reply has not come back after this long
+    /// is requested again (0 = never).
+    pub probe_timeout: Duration,
+    /// `interval` trigger: an idle flow (between messages) sends a standalone
+    /// RTT probe every `hold_ticks + 1` ticks and decides on its reply; false =
+    /// an idle flow makes no decisions and keeps its rate.
+    pub idle_probe: bool,
+    /// RTT of an ACK-measured interval: `mean` of its samples or the `last` one.
+    pub rtt_estimate: String,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            trigger: "probe".into(),
+            every_acks: 16,
+            interval: Duration(10 * US),
+            features: vec!["action".into(), "adpg".into()],
+            history: 2,
+            reward: "adpg_signal".into(),
+            action: "multiplier".into(),
+            multiplier_inc: 0.2,
+            multiplier_dec: 0.2,
+            aurora_alpha: 0.025,
+            discrete: vec![0.8, 0.95, 1.0, 1.05, 1.1, 1.2],
+            policy_delay: Duration(US),
+            policy: "external".into(),
+            precision: "float32".into(),
+            rtt_norm: Duration(8192 * NS),
+            adpg_beta: 1.5,
+            adpg_target: 0.064,
+            adpg_scale: 12.5,
+            reward_beta: 1.0,
+            reward_scale: 1.0,
+            initial_rate: 1.0,
+            timeout_rate: 0.0,
+            hold_ticks: 0,
+            probe_timeout: Duration(MS),
+            idle_probe: false,
+            rtt_estimate: "mean".into(),
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 /// Everything that can happen in the network at a point in time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Event {
     /// A port finished serializing its current packet and may start the next.
     TxDone {
@@ -45,10 +45,14 @@ pub enum Event {
         /// Timer generation when it was armed.
         generation: u32,
     },
-    /// The action a policy chose for an agent flow takes effect.
+    /// The action a policy chose for an agent flow takes effect. The action
+    /// travels in its event, as a packet on a wire: a flow has at most one
+    /// decision outstanding, so nothing else has to hold it meanwhile.
     ApplyAction {
         /// Flow id.
         flow: u32,
+        /// The policy's action.
+        action: f32,
     },
     /// Take one sample of the time series.
     Sample,

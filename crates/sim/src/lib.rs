@@ -7,10 +7,15 @@
 //! * [`units`] and [`engine`]: integer-picosecond time and the event queue;
 //! * [`packet`]: packets in a pool, referred to by index;
 //! * [`net`]: ports (queues, schedulers, ECN, wire) and switch memory (buffer, PFC);
-//! * [`host`]: NIC flows and the round-robin transmit scheduler;
-//! * [`cc`]: the congestion-control interface and algorithms;
-//! * [`topology`] and [`workload`]: what a scenario builds;
-//! * [`sim`]: the event handlers that tie it together; [`report`]: results.
+//! * [`flow`]: a flow's state, split into path, sender, receiver, TCP
+//!   recovery, monitor interval and statistics; [`host`]: the NIC scheduler's
+//!   per-host state;
+//! * [`cc`]: the congestion-control interface and algorithms, the learned
+//!   (agent) CC among them; [`policy`]: native evaluation of exported policies;
+//! * [`config`], [`topology`] and [`workload`]: what a scenario describes and builds;
+//! * [`sim`]: the simulation, one module per network concept (links, switch
+//!   datapath, NIC scheduler, receiver, transports, CC glue, agent bridge,
+//!   metrics, run-time control); [`metrics`] and [`report`]: results.
 //!
 //! ```
 //! let json = r#"{"duration": "1ms", "topology": {"kind": "star", "hosts": 3},
@@ -21,10 +26,10 @@
 //! assert!(summary["bottleneck"]["utilization"].as_f64().unwrap() > 0.9);
 //! ```
 
-pub mod agent;
 pub mod cc;
 pub mod config;
 pub mod engine;
+pub mod flow;
 pub mod host;
 pub mod metrics;
 pub mod net;

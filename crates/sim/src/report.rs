@@ -53,7 +53,7 @@ impl Simulation {
 
     /// Bytes port `p` transmitted inside the collection window so far.
     fn port_window_bytes(&self, p: u32) -> u64 {
-        let pt = &self.ports[p as usize];
+        let pt = &self.ports()[p as usize];
         let end = if self.now() >= self.window().1 { pt.stats.tx_at_window[1] } else { pt.tx_bytes };
         end.saturating_sub(pt.stats.tx_at_window[0])
     }
@@ -61,47 +61,51 @@ impl Simulation {
     /// Utilisation of port `p` over the collection window (NaN before it starts).
     pub fn port_utilization(&self, p: u32) -> f64 {
         let Some(len) = self.window_len() else { return f64::NAN };
-        let rate = self.ports[p as usize].rate_bps as f64;
+        let rate = self.ports()[p as usize].rate_bps as f64;
         self.port_window_bytes(p) as f64 * 8.0 / (rate * ps_to_s(len))
     }
 
     /// Queue-length samples of switch port index `i` (in `series.ports`) inside the window.
     fn queue_samples(&self, i: usize) -> Vec<f64> {
-        let n = self.series.ports.len();
+        let n = self.series().ports.len();
         let (a, b) = self.window();
-        self.series
+        self.series()
             .times
             .iter()
             .enumerate()
             .filter(|(_, &t)| t >= a && t <= b)
-            .map(|(k, _)| self.series.queue[k * n + i] as f64)
+            .map(|(k, _)| self.series().queue[k * n + i] as f64)
             .collect()
     }
 
     /// Payload bytes flow `f` delivered in order inside the window, and the
     /// time it was active there.
     fn flow_window(&self, fid: usize) -> Option<(f64, f64)> {
-        let f = &self.flows[fid];
+        let f = &self.flows()[fid];
         let (a, b) = self.window();
         let b = b.min(self.now());
-        let start = f.start.max(a);
-        let end = f.finished.unwrap_or(b).min(f.stop.unwrap_or(b)).min(b);
-        if !f.started || end <= start {
+        let start = f.path.start.max(a);
+        let end = f.snd.finished.unwrap_or(b).min(f.path.stop.unwrap_or(b)).min(b);
+        if !f.snd.started || end <= start {
             return None;
         }
-        let d0 = f.delivered_at_window[0].unwrap_or(0);
-        let d1 = if self.now() >= self.window().1 { f.delivered_at_window[1].unwrap_or(f.rcv_nxt) } else { f.rcv_nxt };
+        let d0 = f.stats.delivered_at_window[0].unwrap_or(0);
+        let d1 = if self.now() >= self.window().1 {
+            f.stats.delivered_at_window[1].unwrap_or(f.rcv.rcv_nxt)
+        } else {
+            f.rcv.rcv_nxt
+        };
         Some((d1.saturating_sub(d0) as f64, ps_to_s(end - start)))
     }
 
     /// The summary of the run so far.
     pub fn summary(&self) -> Value {
-        let sc = &self.scenario;
+        let sc = &self.scenario();
         let (wa, wb) = self.window();
         // Bottleneck: the most utilised switch port in the window (ties: more bytes).
         let mut best: Option<(u32, f64, u64)> = None;
         if self.window_len().is_some() {
-            for &p in &self.series.ports {
+            for &p in &self.series().ports {
                 let (u, b) = (self.port_utilization(p), self.port_window_bytes(p));
                 if b > 0 && best.is_none_or(|(_, bu, bb)| u > bu + 1e-9 || (u >= bu - 1e-9 && b > bb)) {
                     best = Some((p, u, b));
@@ -110,8 +114,8 @@ impl Simulation {
         }
         let mut ports_json = vec![];
         let (mut drops, mut drop_bytes, mut marks, mut pauses) = (0u64, 0u64, 0u64, 0u64);
-        for (i, &p) in self.series.ports.iter().enumerate() {
-            let pt = &self.ports[p as usize];
+        for (i, &p) in self.series().ports.iter().enumerate() {
+            let pt = &self.ports()[p as usize];
             let st = &pt.stats;
             drops += st.win_drops;
             drop_bytes += st.win_drop_bytes;
@@ -136,13 +140,13 @@ impl Simulation {
                 "pfc_pauses": st.win_pfc_pauses_sent,
                 "ecn_profile": ecn_profile_json(pt),
                 "paused_fraction": opt(self.window_len().map(|len| {
-                    ps_to_s(self.ports[pt.peer as usize].stats.win_paused_time) / ps_to_s(len)
+                    ps_to_s(self.ports()[pt.peer as usize].stats.win_paused_time) / ps_to_s(len)
                 })),
             }));
         }
         let bottleneck = best.map(|(p, _, _)| {
-            let i = self.series.ports.iter().position(|&x| x == p).expect("sampled port");
-            let pt = &self.ports[p as usize];
+            let i = self.series().ports.iter().position(|&x| x == p).expect("sampled port");
+            let pt = &self.ports()[p as usize];
             let q = self.queue_samples(i);
             json!({
                 "port": self.port_name(p),
@@ -157,16 +161,16 @@ impl Simulation {
         });
         // Fairness over flows active in the window, and over sending hosts.
         let mut rates = vec![];
-        let mut host_bytes = vec![0.0f64; self.topo.n_hosts as usize];
-        let mut host_active = vec![false; self.topo.n_hosts as usize];
+        let mut host_bytes = vec![0.0f64; self.topology().n_hosts as usize];
+        let mut host_active = vec![false; self.topology().n_hosts as usize];
         // Message streams are left out: their rate is their application's, not a share.
-        for fid in 0..self.flows.len() {
-            if !self.flows[fid].messages.is_empty() {
+        for fid in 0..self.flows().len() {
+            if !self.flows()[fid].snd.messages.is_empty() {
                 continue;
             }
             if let Some((bytes, secs)) = self.flow_window(fid) {
                 rates.push(bytes * 8.0 / secs / 1e9);
-                let src = self.flows[fid].src as usize;
+                let src = self.flows()[fid].path.src as usize;
                 host_bytes[src] += bytes;
                 host_active[src] = true;
             }
@@ -177,17 +181,17 @@ impl Simulation {
         let mut slow = vec![];
         let mut msg_fct = vec![];
         let (mut completed, mut messages, mut messages_done) = (0, 0, 0);
-        for f in &self.flows {
-            if let Some(t) = f.finished {
+        for f in self.flows() {
+            if let Some(t) = f.snd.finished {
                 completed += 1;
-                let counted = f.start >= wa && f.start < wb && f.stop.is_none();
-                if f.ctl.size != UNLIMITED && f.messages.is_empty() && f.ideal_fct > 0 && counted {
-                    let d = (t - f.start) as f64;
+                let counted = f.path.start >= wa && f.path.start < wb && f.path.stop.is_none();
+                if f.ctl.size != UNLIMITED && f.snd.messages.is_empty() && f.stats.ideal_fct > 0 && counted {
+                    let d = (t - f.path.start) as f64;
                     fct.push(d);
-                    slow.push(d / f.ideal_fct as f64);
+                    slow.push(d / f.stats.ideal_fct as f64);
                 }
             }
-            for &(arr, _, done) in &f.messages {
+            for &(arr, _, done) in &f.snd.messages {
                 messages += 1;
                 if let Some(d) = done {
                     messages_done += 1;
@@ -204,8 +208,8 @@ impl Simulation {
             "duration_s": ps_to_s(self.end()),
             "simulated_s": ps_to_s(self.now()),
             "window_s": [ps_to_s(wa), ps_to_s(wb)],
-            "events": self.event_count,
-            "packet_hops": self.packet_hops,
+            "events": self.event_count(),
+            "packet_hops": self.packet_hops(),
             "bottleneck": bottleneck.unwrap_or(Value::Null),
             "network": {
                 "drops_packets": drops,
@@ -214,7 +218,7 @@ impl Simulation {
                 "pfc_pauses": pauses,
             },
             "flows": {
-                "count": self.flows.len(),
+                "count": self.flows().len(),
                 "completed": completed,
                 "active_in_window": rates.len(),
                 "throughput_gbps_mean": opt(mean_rate),
@@ -224,8 +228,8 @@ impl Simulation {
                 "host_jain": opt(jain(&host_rates)),
                 "fct_us": pcts(&fct, 1e-6),
                 "slowdown": pcts(&slow, 1.0),
-                "retransmitted_bytes": self.flows.iter().map(|f| f.retx_bytes).sum::<u64>(),
-                "timeouts": self.flows.iter().map(|f| f.timeouts).sum::<u64>(),
+                "retransmitted_bytes": self.flows().iter().map(|f| f.stats.retx_bytes).sum::<u64>(),
+                "timeouts": self.flows().iter().map(|f| f.stats.timeouts).sum::<u64>(),
             },
             "messages": {
                 "count": messages,
@@ -239,9 +243,9 @@ impl Simulation {
                 "drops_mb": drop_bytes as f64 / 1e6,
             },
             "conservation": {
-                "sent_bytes": self.cons.sent_bytes,
-                "delivered_bytes": self.cons.delivered_bytes,
-                "dropped_bytes": self.cons.dropped_bytes,
+                "sent_bytes": self.conservation().sent_bytes,
+                "delivered_bytes": self.conservation().delivered_bytes,
+                "dropped_bytes": self.conservation().dropped_bytes,
                 "in_flight_bytes": self.in_flight_data_bytes(),
             },
             "ports": ports_json,
@@ -250,9 +254,9 @@ impl Simulation {
 
     /// The time series and per-port / per-flow tables.
     pub fn tables(&self) -> Vec<Table> {
-        let s = &self.series;
+        let s = &self.series();
         let n = s.ports.len();
-        let active: Vec<usize> = (0..n).filter(|&i| self.ports[s.ports[i] as usize].tx_bytes > 0).collect();
+        let active: Vec<usize> = (0..n).filter(|&i| self.ports()[s.ports[i] as usize].tx_bytes > 0).collect();
         let mut t = vec![];
         let mut id = vec![];
         let mut q = vec![];
@@ -274,46 +278,52 @@ impl Simulation {
                 ("tx_gbps", Column::F64(g)),
             ],
         };
-        let all: Vec<u32> = (0..self.ports.len() as u32).collect();
+        let all: Vec<u32> = (0..self.ports().len() as u32).collect();
         let port_info = Table {
             name: "port_info",
             columns: vec![
                 ("port_id", Column::U64(all.iter().map(|&p| p as u64).collect())),
                 ("name", Column::Str(all.iter().map(|&p| self.port_name(p)).collect())),
-                ("node", Column::U64(all.iter().map(|&p| self.ports[p as usize].node as u64).collect())),
-                ("rate_gbps", Column::F64(all.iter().map(|&p| self.ports[p as usize].rate_bps as f64 / 1e9).collect())),
+                ("node", Column::U64(all.iter().map(|&p| self.ports()[p as usize].node as u64).collect())),
+                (
+                    "rate_gbps",
+                    Column::F64(all.iter().map(|&p| self.ports()[p as usize].rate_bps as f64 / 1e9).collect()),
+                ),
                 ("utilization", Column::F64(all.iter().map(|&p| self.port_utilization(p)).collect())),
-                ("drops_packets", Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.drops).collect())),
-                ("ecn_marks", Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.ecn_marks).collect())),
+                ("drops_packets", Column::U64(all.iter().map(|&p| self.ports()[p as usize].stats.drops).collect())),
+                ("ecn_marks", Column::U64(all.iter().map(|&p| self.ports()[p as usize].stats.ecn_marks).collect())),
                 (
                     "pfc_pauses",
-                    Column::U64(all.iter().map(|&p| self.ports[p as usize].stats.pfc_pauses_sent).collect()),
+                    Column::U64(all.iter().map(|&p| self.ports()[p as usize].stats.pfc_pauses_sent).collect()),
                 ),
             ],
         };
-        let fl = &self.flows;
+        let fl = &self.flows();
         let nan = f64::NAN;
         let flow_info = Table {
             name: "flow_info",
             columns: vec![
                 ("flow_id", Column::U64((0..fl.len() as u64).collect())),
-                ("src", Column::U64(fl.iter().map(|f| f.src as u64).collect())),
-                ("dst", Column::U64(fl.iter().map(|f| f.dst as u64).collect())),
+                ("src", Column::U64(fl.iter().map(|f| f.path.src as u64).collect())),
+                ("dst", Column::U64(fl.iter().map(|f| f.path.dst as u64).collect())),
                 (
                     "size_bytes",
                     Column::F64(
                         fl.iter().map(|f| if f.ctl.size == UNLIMITED { nan } else { f.ctl.size as f64 }).collect(),
                     ),
                 ),
-                ("start_s", Column::F64(fl.iter().map(|f| ps_to_s(f.start)).collect())),
-                ("fct_s", Column::F64(fl.iter().map(|f| f.finished.map_or(nan, |t| ps_to_s(t - f.start))).collect())),
+                ("start_s", Column::F64(fl.iter().map(|f| ps_to_s(f.path.start)).collect())),
+                (
+                    "fct_s",
+                    Column::F64(fl.iter().map(|f| f.snd.finished.map_or(nan, |t| ps_to_s(t - f.path.start))).collect()),
+                ),
                 (
                     "slowdown",
                     Column::F64(
                         fl.iter()
-                            .map(|f| match f.finished {
-                                Some(t) if f.ideal_fct > 0 && f.messages.is_empty() => {
-                                    (t - f.start) as f64 / f.ideal_fct as f64
+                            .map(|f| match f.snd.finished {
+                                Some(t) if f.stats.ideal_fct > 0 && f.snd.messages.is_empty() => {
+                                    (t - f.path.start) as f64 / f.stats.ideal_fct as f64
                                 }
                                 _ => nan,
                             })
@@ -321,13 +331,16 @@ impl Simulation {
                     ),
                 ),
                 ("base_rtt_us", Column::F64(fl.iter().map(|f| f.ctl.base_rtt as f64 / 1e6).collect())),
-                ("min_rtt_us", Column::F64(fl.iter().map(|f| f.min_rtt.map_or(nan, |r| r as f64 / 1e6)).collect())),
-                ("delivered_bytes", Column::U64(fl.iter().map(|f| f.rcv_nxt).collect())),
-                ("sent_bytes", Column::U64(fl.iter().map(|f| f.sent_bytes).collect())),
-                ("retx_bytes", Column::U64(fl.iter().map(|f| f.retx_bytes).collect())),
-                ("nacks", Column::U64(fl.iter().map(|f| f.nacks).collect())),
-                ("cnps", Column::U64(fl.iter().map(|f| f.cnps).collect())),
-                ("timeouts", Column::U64(fl.iter().map(|f| f.timeouts).collect())),
+                (
+                    "min_rtt_us",
+                    Column::F64(fl.iter().map(|f| f.stats.min_rtt.map_or(nan, |r| r as f64 / 1e6)).collect()),
+                ),
+                ("delivered_bytes", Column::U64(fl.iter().map(|f| f.rcv.rcv_nxt).collect())),
+                ("sent_bytes", Column::U64(fl.iter().map(|f| f.stats.sent_bytes).collect())),
+                ("retx_bytes", Column::U64(fl.iter().map(|f| f.stats.retx_bytes).collect())),
+                ("nacks", Column::U64(fl.iter().map(|f| f.stats.nacks).collect())),
+                ("cnps", Column::U64(fl.iter().map(|f| f.stats.cnps).collect())),
+                ("timeouts", Column::U64(fl.iter().map(|f| f.stats.timeouts).collect())),
                 (
                     "window_gbps",
                     Column::F64(
@@ -344,7 +357,10 @@ impl Simulation {
             let mut r = vec![];
             for (k, &time) in s.times.iter().enumerate() {
                 for (j, f) in fl.iter().enumerate() {
-                    if !f.started || f.start > time || f.finished.is_some_and(|d| d + self_interval(self) < time) {
+                    if !f.snd.started
+                        || f.path.start > time
+                        || f.snd.finished.is_some_and(|d| d + self_interval(self) < time)
+                    {
                         continue;
                     }
                     t.push(ps_to_s(time));
@@ -363,7 +379,7 @@ impl Simulation {
         let mut mfct = vec![];
         for (j, f) in fl.iter().enumerate() {
             let mut prev = 0;
-            for &(arr, end, done) in &f.messages {
+            for &(arr, end, done) in &f.snd.messages {
                 mf.push(j as u64);
                 ms.push(ps_to_s(arr));
                 msz.push(end - prev);
@@ -403,7 +419,7 @@ fn ecn_profile_json(pt: &crate::net::port::Port) -> Value {
 }
 
 fn self_interval(sim: &Simulation) -> Time {
-    sim.scenario.metrics.sample_interval.0
+    sim.scenario().metrics.sample_interval.0
 }
 
 trait CheckedDivLen {

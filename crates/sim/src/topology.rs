@@ -464,6 +464,29 @@ fn build_custom(b: &mut Builder, cfg: &TopologyConfig, rate: u64, delay: Time) -
     Ok(())
 }
 
+/// ECMP hash of flow `id` from host `src` to host `dst`: a Murmur3 finaliser
+/// of its identity, so that flows spread over the equal-cost paths.
+pub fn flow_hash(id: u32, src: u32, dst: u32) -> u32 {
+    mix32(id ^ (src << 16) ^ dst.rotate_left(8))
+}
+
+/// Hash of a flow's reverse direction (ACKs, NACKs, CNPs, probe replies), so
+/// that the reverse path is independent of the forward one.
+#[inline]
+pub fn reverse_hash(h: u32) -> u32 {
+    mix32(h ^ 0x5bd1_e995)
+}
+
+/// Murmur3 finaliser: spreads 32-bit values over 32 bits.
+fn mix32(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h
+}
+
 /// ECMP choice among `n` next hops for a flow hash at switch `s`: a 32-bit
 /// Murmur3-style finaliser of (hash, switch), so different switches split
 /// the same flows differently.

@@ -96,7 +96,7 @@ fn flows_that_finish_report_done_once() {
     let mut sim = build(&scenario(json!({}), w, "3ms"));
     let (_, done, truncated) = drive(&mut sim, controller);
     assert_eq!((done, truncated), (4, 0));
-    assert!(sim.flows.iter().all(|f| f.finished.is_some()));
+    assert!(sim.flows().iter().all(|f| f.snd.finished.is_some()));
 }
 
 fn native_file(dir: &Path) -> String {
@@ -119,7 +119,7 @@ fn a_native_policy_matches_the_same_policy_through_the_bridge() {
     let mut external = build(&scenario(json!({}), long4(), "3ms"));
     drive(&mut external, |o| (-0.5 * o[3]).tanh());
     assert_eq!(native.summary()["flows"], external.summary()["flows"]);
-    assert_eq!(native.event_count, external.event_count);
+    assert_eq!(native.event_count(), external.event_count());
     let int8 = {
         let mut s = build(&scenario(json!({"policy": path, "precision": "int8"}), long4(), "3ms"));
         s.run_until(u64::MAX);
@@ -171,16 +171,16 @@ fn a_probe_lost_with_a_dropped_packet_is_sent_again() {
             break;
         }
     }
-    let drops: u64 = sim.ports.iter().map(|p| p.stats.drops).sum();
+    let drops: u64 = sim.ports().iter().map(|p| p.stats.drops).sum();
     assert!(drops > 20, "the scenario must drop packets ({drops})");
-    for (f, fl) in sim.flows.iter().enumerate() {
+    for (f, fl) in sim.flows().iter().enumerate() {
         assert!(
             last[f] > 3_500_000_000,
             "flow {f} stopped deciding at {} ps: nacks {} timeouts {} rcv {} una {} nxt {} rate {}",
             last[f],
-            fl.nacks,
-            fl.timeouts,
-            fl.rcv_nxt,
+            fl.stats.nacks,
+            fl.stats.timeouts,
+            fl.rcv.rcv_nxt,
             fl.ctl.snd_una,
             fl.ctl.snd_nxt,
             fl.ctl.rate
@@ -200,7 +200,7 @@ fn after_a_timeout_an_agent_flow_restarts_at_timeout_rate() {
         s["host"] = json!({"rto": "500us", "max_outstanding": "32KiB"});
         let mut sim = build(&s);
         drive(&mut sim, |_| 0.0);
-        sim.flows.iter().map(|f| (f.timeouts, f.ctl.rate, f.ctl.min_rate, f.ctl.line_rate)).collect::<Vec<_>>()
+        sim.flows().iter().map(|f| (f.stats.timeouts, f.ctl.rate, f.ctl.min_rate, f.ctl.line_rate)).collect::<Vec<_>>()
     };
     // Flows that timed out hold the restart rate; the others keep line rate.
     let check = |timeout_rate: f64| {

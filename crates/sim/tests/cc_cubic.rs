@@ -26,12 +26,12 @@ fn dumbbell40(cc: Value) -> Value {
 
 /// Utilisation of the dumbbell's bottleneck (left -> right) over the window.
 fn bottleneck_utilization(sim: &Simulation) -> f64 {
-    let p = (0..sim.ports.len() as u32).find(|&p| sim.port_name(p) == "left->right").expect("dumbbell");
+    let p = (0..sim.ports().len() as u32).find(|&p| sim.port_name(p) == "left->right").expect("dumbbell");
     sim.port_utilization(p)
 }
 
 fn cubic(sim: &Simulation, f: usize) -> &Cubic {
-    match &sim.flows[f].cc {
+    match &sim.flows()[f].cc {
         Cc::Cubic(c) => c,
         other => panic!("not CUBIC: {}", other.name()),
     }
@@ -147,8 +147,8 @@ fn beta_sawtooth_in_the_reno_friendly_region() {
     let mut samples: Vec<(f64, f64)> = vec![];
     let mut t = 0u64;
     while !sim.run_until(t) {
-        if t >= 100_000_000_000 && sim.flows[0].recover.is_none() {
-            samples.push((t as f64 * 1e-12, sim.flows[0].ctl.window as f64 / 1460.0));
+        if t >= 100_000_000_000 && sim.flows()[0].tcp.recover.is_none() {
+            samples.push((t as f64 * 1e-12, sim.flows()[0].ctl.window as f64 / 1460.0));
         }
         t += 500_000_000;
     }
@@ -198,17 +198,17 @@ fn lossy_incast_recovers_every_byte() {
     let mut sim = Simulation::from_json(&sc.to_string(), Path::new(".")).unwrap();
     sim.run_until(u64::MAX);
     let mut fin: Vec<f64> = sim
-        .flows
+        .flows()
         .iter()
         .map(|f| {
-            assert_eq!(f.rcv_nxt, 4_000_000);
-            f.finished.expect("flow completes") as f64 * 1e-9
+            assert_eq!(f.rcv.rcv_nxt, 4_000_000);
+            f.snd.finished.expect("flow completes") as f64 * 1e-9
         })
         .collect();
     fin.sort_by(|a, b| a.total_cmp(b));
     let s = sim.summary();
     let ideal = 32.0 * 4e6 * (1024.0 + 48.0) / 1024.0 * 8.0 / 100e9 * 1e3;
-    let timeouts: Vec<u64> = sim.flows.iter().map(|f| f.timeouts).collect();
+    let timeouts: Vec<u64> = sim.flows().iter().map(|f| f.stats.timeouts).collect();
     println!(
         "CUBIC 32-to-1 lossy incast: completions {:.2}/{:.2}/{:.2} ms (min/p90/max; all bytes at line rate \
          {ideal:.2} ms), drops {}, timeouts per flow {timeouts:?}",

@@ -69,11 +69,11 @@ fn measure(sim: &Simulation, label: &str) -> Measured {
         q_mean_kb: b["queue_mean_kb"].as_f64().unwrap(),
         q_p99_kb: b["queue_p99_kb"].as_f64().unwrap(),
         drops: s["network"]["drops_packets"].as_u64().unwrap(),
-        cnps: sim.flows.iter().map(|f| f.cnps).sum(),
+        cnps: sim.flows().iter().map(|f| f.stats.cnps).sum(),
     };
     println!(
         "{label}: utilisation {:.4}, Jain {:.4}, min/max {:.3}, queue mean {:.1} KB p99 {:.1} KB, drops {}, CNPs {}, events {}",
-        m.util, m.jain, m.min_max, m.q_mean_kb, m.q_p99_kb, m.drops, m.cnps, sim.event_count
+        m.util, m.jain, m.min_max, m.q_mean_kb, m.q_p99_kb, m.drops, m.cnps, sim.event_count()
     );
     m
 }
@@ -155,9 +155,14 @@ fn survivor(preset: &str, cc: Value, duration: &str) -> Simulation {
 fn a_flow_left_alone_returns_to_line_rate_and_stops_its_timer() {
     for (preset, cc) in [("paper", json!({})), ("mellanox", json!({"rp_timer": "55us"}))] {
         let sim = survivor(preset, cc, "30ms");
-        let f = &sim.flows[0];
-        println!("{preset}: survivor rate {:.2} Gb/s, CNPs {}, timer {:?}", f.ctl.rate / 1e9, f.cnps, f.ctl.timer);
-        assert!(f.cnps > 0, "{preset}: the flow was cut while sharing");
+        let f = &sim.flows()[0];
+        println!(
+            "{preset}: survivor rate {:.2} Gb/s, CNPs {}, timer {:?}",
+            f.ctl.rate / 1e9,
+            f.stats.cnps,
+            f.ctl.timer
+        );
+        assert!(f.stats.cnps > 0, "{preset}: the flow was cut while sharing");
         assert_eq!(f.ctl.rate, LINE, "{preset}: back at line rate");
         assert_eq!(f.ctl.timer, None, "{preset}: no timer left at line rate");
     }
@@ -169,9 +174,9 @@ fn the_byte_counter_alone_drives_recovery() {
     // (counted per transmitted packet) can raise the rate again.
     let slow_timer = json!({"rp_timer": "1s", "byte_counter": "300KB"});
     let sim = survivor("paper", slow_timer, "15ms");
-    let with_bc = sim.flows[0].ctl.rate;
+    let with_bc = sim.flows()[0].ctl.rate;
     let sim = survivor("paper", json!({"rp_timer": "1s", "byte_counter": 0}), "15ms");
-    let without = sim.flows[0].ctl.rate;
+    let without = sim.flows()[0].ctl.rate;
     println!(
         "paper, timer off: survivor at {:.2} Gb/s with B = 300 KB, {:.2} Gb/s without",
         with_bc / 1e9,

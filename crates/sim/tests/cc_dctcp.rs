@@ -33,7 +33,7 @@ fn bottleneck_marked_fraction(s: &Value) -> f64 {
 }
 
 fn alphas(sim: &Simulation) -> Vec<f64> {
-    sim.flows
+    sim.flows()
         .iter()
         .map(|f| match &f.cc {
             Cc::Dctcp(d) => d.alpha,
@@ -73,7 +73,8 @@ fn sixteen_to_one_keeps_the_queue_near_k_at_full_utilisation_and_alpha_tracks_ma
     let frac = bottleneck_marked_fraction(&s);
     let final_alpha = alphas(&sim).iter().sum::<f64>() / 16.0;
     let acked_frac: f64 =
-        sim.flows.iter().map(|f| if let Cc::Dctcp(d) = &f.cc { d.marked_fraction() } else { 0.0 }).sum::<f64>() / 16.0;
+        sim.flows().iter().map(|f| if let Cc::Dctcp(d) = &f.cc { d.marked_fraction() } else { 0.0 }).sum::<f64>()
+            / 16.0;
     println!(
         "DCTCP 16-to-1, K {K} B: util {util:.4}, queue mean {q:.0} B ({:.2} K), p99 {q99:.0} B, Jain {jain:.4}, \
          drops {}, timeouts {}, marked fraction at the bottleneck {frac:.4}, mean alpha over the window \
@@ -130,7 +131,7 @@ fn rate_variant_of_hpcc_ns3_holds_the_queue_with_go_back_n() {
          marked {frac:.4}, mean alpha {a:.4}",
         q / K
     );
-    assert!(sim.flows.iter().all(|f| f.transport == ccgym_sim::cc::Transport::GoBackN));
+    assert!(sim.flows().iter().all(|f| f.path.transport == ccgym_sim::cc::Transport::GoBackN));
     assert!(util >= 0.95, "utilisation {util}");
     assert!(q <= 2.0 * K, "mean queue {q} B");
 }
@@ -158,11 +159,11 @@ fn shallow_buffer_incast_loses_far_less_than_newreno_and_completes() {
     let r = lossy_incast("newreno");
     let drops = |s: &Simulation| s.summary()["network"]["drops_packets"].as_u64().unwrap();
     let mut fin: Vec<f64> = d
-        .flows
+        .flows()
         .iter()
         .map(|f| {
-            assert_eq!(f.rcv_nxt, 4_000_000);
-            f.finished.expect("flow completes") as f64 * 1e-9
+            assert_eq!(f.rcv.rcv_nxt, 4_000_000);
+            f.snd.finished.expect("flow completes") as f64 * 1e-9
         })
         .collect();
     fin.sort_by(|a, b| a.total_cmp(b));

@@ -50,9 +50,9 @@ fn bottleneck(sim: &Simulation) -> (f64, f64, f64) {
 
 /// Queue samples (bytes) of the switch port towards host 0 in [a, b].
 fn queue_between(sim: &Simulation, a: Time, b: Time) -> Vec<f64> {
-    let n = sim.series.ports.len();
-    let i = (0..n).find(|&i| sim.port_name(sim.series.ports[i]).ends_with("->h0")).expect("port to h0");
-    let s = &sim.series;
+    let n = sim.series().ports.len();
+    let i = (0..n).find(|&i| sim.port_name(sim.series().ports[i]).ends_with("->h0")).expect("port to h0");
+    let s = &sim.series();
     s.times.iter().enumerate().filter(|(_, &t)| t >= a && t <= b).map(|(k, _)| s.queue[k * n + i] as f64).collect()
 }
 
@@ -67,10 +67,10 @@ fn max(v: &[f64]) -> f64 {
 /// Goodput (Gb/s) of each flow in the collection window.
 fn goodputs(sim: &Simulation) -> Vec<f64> {
     let (a, b) = sim.window();
-    sim.flows
+    sim.flows()
         .iter()
         .map(|f| {
-            let d = f.delivered_at_window[1].unwrap() - f.delivered_at_window[0].unwrap();
+            let d = f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap();
             d as f64 * 8.0 / ((b - a) as f64 * 1e-12) / 1e9
         })
         .collect()
@@ -85,13 +85,13 @@ fn jain(x: &[f64]) -> f64 {
 fn incast_16_to_1_of_1mb_finishes_within_15_percent_of_ideal_with_a_drained_queue() {
     for v in VARIANTS {
         let sim = run(scenario(17, "3ms", hpcc(v), json!([{"kind": "long", "receiver": 0, "size": "1MB"}])));
-        assert!(sim.flows.iter().all(|f| f.finished.is_some()), "{v}: every flow completes");
-        assert_eq!(sim.flows.iter().map(|f| f.retx_bytes).sum::<u64>(), 0, "{v}: lossless, no go-back-N");
-        let last = sim.flows.iter().filter_map(|f| f.finished).max().unwrap();
+        assert!(sim.flows().iter().all(|f| f.snd.finished.is_some()), "{v}: every flow completes");
+        assert_eq!(sim.flows().iter().map(|f| f.stats.retx_bytes).sum::<u64>(), 0, "{v}: lossless, no go-back-N");
+        let last = sim.flows().iter().filter_map(|f| f.snd.finished).max().unwrap();
         // Ideal: every wire byte (payload, 48 B header, 42 B INT) back to back at
         // line rate, plus one base RTT.
-        let wire: u64 = sim.flows.iter().map(|f| f.ctl.size + f.ctl.size.div_ceil(1024) * (48 + 42)).sum();
-        let ideal = wire as f64 * 8.0 / 100e9 * 1e12 + sim.flows[0].ctl.base_rtt as f64;
+        let wire: u64 = sim.flows().iter().map(|f| f.ctl.size + f.ctl.size.div_ceil(1024) * (48 + 42)).sum();
+        let ideal = wire as f64 * 8.0 / 100e9 * 1e12 + sim.flows()[0].ctl.base_rtt as f64;
         let ratio = last as f64 / ideal;
         // The first RTT at line rate piles up 16 BDPs; HPCC drains it at line rate
         // (~70 us) and then holds the queue near empty.
@@ -127,7 +127,7 @@ fn long_flows_hold_eta_with_a_near_empty_queue() {
             let (util, qmean, qmax) = bottleneck(&sim);
             let g = goodputs(&sim);
             let u: Vec<f64> = sim
-                .flows
+                .flows()
                 .iter()
                 .map(|f| match &f.cc {
                     Cc::Hpcc(h) => h.utilisation(),

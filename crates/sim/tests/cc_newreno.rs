@@ -51,12 +51,12 @@ fn synchronised_aimd_utilisation(bdp: f64, hi: f64) -> f64 {
 
 /// Utilisation of the dumbbell's bottleneck (left -> right) over the window.
 fn bottleneck_utilization(sim: &Simulation) -> f64 {
-    let p = (0..sim.ports.len() as u32).find(|&p| sim.port_name(p) == "left->right").expect("dumbbell");
+    let p = (0..sim.ports().len() as u32).find(|&p| sim.port_name(p) == "left->right").expect("dumbbell");
     sim.port_utilization(p)
 }
 
 fn newreno(sim: &Simulation, f: usize) -> &ccgym_sim::cc::NewReno {
-    match &sim.flows[f].cc {
+    match &sim.flows()[f].cc {
         Cc::NewReno(r) => r,
         other => panic!("not NewReno: {}", other.name()),
     }
@@ -72,8 +72,8 @@ fn sawtooth_of_additive_increase_and_halving_on_a_small_drop_tail_queue() {
     let mut samples: Vec<(f64, f64)> = vec![];
     let mut t = 0u64;
     while !sim.run_until(t) {
-        if t >= 200_000_000_000 && sim.flows[0].recover.is_none() {
-            samples.push((t as f64 * 1e-12, sim.flows[0].ctl.window as f64 / mss));
+        if t >= 200_000_000_000 && sim.flows()[0].tcp.recover.is_none() {
+            samples.push((t as f64 * 1e-12, sim.flows()[0].ctl.window as f64 / mss));
         }
         t += 500_000_000;
     }
@@ -137,7 +137,7 @@ fn two_flows_on_the_40mbps_120ms_dumbbell() {
     let util = bottleneck_utilization(&sim);
     let jain = s["flows"]["jain"].as_f64().unwrap();
     // Synchronised halving between (BDP + buffer) and half of it, in 1500-B packets.
-    let bdp = 40e6 * sim.flows[0].ctl.base_rtt as f64 * 1e-12 / 8.0 / 1500.0;
+    let bdp = 40e6 * sim.flows()[0].ctl.base_rtt as f64 * 1e-12 / 8.0 / 1500.0;
     let model = synchronised_aimd_utilisation(bdp, bdp + 100.0);
     let (a, b) = (newreno(&sim, 0), newreno(&sim, 1));
     println!(
@@ -180,11 +180,11 @@ pub fn lossy_incast(cc: &str, ecn: bool) -> Simulation {
 /// every byte.
 pub fn completions(sim: &Simulation) -> Vec<f64> {
     let mut fin: Vec<f64> = sim
-        .flows
+        .flows()
         .iter()
         .map(|f| {
-            assert_eq!(f.rcv_nxt, 4_000_000, "flow {}->{} delivered {}", f.src, f.dst, f.rcv_nxt);
-            f.finished.expect("flow completes") as f64 * 1e-9
+            assert_eq!(f.rcv.rcv_nxt, 4_000_000, "flow {}->{} delivered {}", f.path.src, f.path.dst, f.rcv.rcv_nxt);
+            f.snd.finished.expect("flow completes") as f64 * 1e-9
         })
         .collect();
     fin.sort_by(|a, b| a.total_cmp(b));

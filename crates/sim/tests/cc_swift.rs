@@ -23,7 +23,7 @@ fn star(hosts: u32) -> Value {
 }
 
 fn swift_of(sim: &Simulation, i: usize) -> &Swift {
-    match &sim.flows[i].cc {
+    match &sim.flows()[i].cc {
         Cc::Swift(s) => s,
         other => panic!("flow {i} runs {}", other.name()),
     }
@@ -66,19 +66,19 @@ struct Outcome {
 fn outcome(sim: &Simulation) -> Outcome {
     let s = sim.summary();
     let b = &s["bottleneck"];
-    let n = sim.flows.len();
-    let base_us = sim.flows[0].ctl.base_rtt as f64 / 1e6;
+    let n = sim.flows().len();
+    let base_us = sim.flows()[0].ctl.base_rtt as f64 / 1e6;
     let port = b["id"].as_u64().unwrap() as u32;
-    let i = sim.series.ports.iter().position(|&p| p == port).unwrap();
-    let np = sim.series.ports.len();
+    let i = sim.series().ports.iter().position(|&p| p == port).unwrap();
+    let np = sim.series().ports.len();
     let (wa, wb) = sim.window();
     let queue_max = sim
-        .series
+        .series()
         .times
         .iter()
         .enumerate()
         .filter(|(_, &t)| t >= wa && t <= wb)
-        .map(|(k, _)| sim.series.queue[k * np + i] as f64)
+        .map(|(k, _)| sim.series().queue[k * np + i] as f64)
         .fold(0.0, f64::max);
     let cw: Vec<f64> = (0..n).map(|i| swift_of(sim, i).cwnd()).collect();
     Outcome {
@@ -88,7 +88,7 @@ fn outcome(sim: &Simulation) -> Outcome {
         target_us: (0..n).map(|i| swift_of(sim, i).target()).sum::<f64>() / n as f64 / 1e6,
         queue_max_kb: queue_max / 1e3,
         queue_p99_latency_us: b["queue_latency_p99_us"].as_f64().unwrap(),
-        drops: sim.ports.iter().map(|p| p.stats.drops).sum(),
+        drops: sim.ports().iter().map(|p| p.stats.drops).sum(),
         cwnd_mean: cw.iter().sum::<f64>() / n as f64,
         paced: cw.iter().filter(|&&w| w < 1.0).count() as f64 / n as f64,
     }
@@ -158,12 +158,12 @@ fn a_lossy_synchronised_start_recovers_and_finishes_near_the_ideal_time() {
         "switch": {"queue_cap": "100KB"}, "host": {"rto": "1ms"},
         "workload": [{"kind": "long", "receiver": 0, "size": "4MB"}],
     }));
-    let drops: u64 = sim.ports.iter().map(|p| p.stats.drops).sum();
-    let nacks: u64 = sim.flows.iter().map(|f| f.nacks).sum();
-    let timeouts: u64 = sim.flows.iter().map(|f| f.timeouts).sum();
+    let drops: u64 = sim.ports().iter().map(|p| p.stats.drops).sum();
+    let nacks: u64 = sim.flows().iter().map(|f| f.stats.nacks).sum();
+    let timeouts: u64 = sim.flows().iter().map(|f| f.stats.timeouts).sum();
     assert!(drops > 0 && nacks > 0, "the start should overflow the queue: drops {drops} nacks {nacks}");
-    assert!(sim.flows.iter().all(|f| f.rcv_nxt == 4_000_000 && f.finished.is_some()));
-    let last = sim.flows.iter().filter_map(|f| f.finished).max().unwrap() as f64 * 1e-12;
+    assert!(sim.flows().iter().all(|f| f.rcv.rcv_nxt == 4_000_000 && f.snd.finished.is_some()));
+    let last = sim.flows().iter().filter_map(|f| f.snd.finished).max().unwrap() as f64 * 1e-12;
     let ideal = 16.0 * 4e6 * (1024.0 + 48.0) / 1024.0 * 8.0 / 100e9;
     eprintln!("lossy start: drops {drops} nacks {nacks} timeouts {timeouts} last {last:.6} s ideal {ideal:.6} s");
     assert!(last < 1.05 * ideal, "last completion {last:.6} s, ideal {ideal:.6} s");
@@ -183,8 +183,8 @@ fn the_target_grows_with_the_switch_hops_of_the_path() {
     for (i, hops) in [(0, 1.0), (1, 3.0)] {
         let s = swift_of(&sim, i);
         let h = s.base_target() / 6.55;
-        assert_eq!(sim.flows[i].ctl.hops, hops as u32);
-        assert_eq!(s.base_target(), sim.flows[i].ctl.base_rtt as f64 + 3e6, "auto base target");
+        assert_eq!(sim.flows()[i].ctl.hops, hops as u32);
+        assert_eq!(s.base_target(), sim.flows()[i].ctl.base_rtt as f64 + 3e6, "auto base target");
         assert!((s.target() - (s.base_target() + hops * h)).abs() < 1.0, "flow {i}: target {} ps", s.target());
     }
 }

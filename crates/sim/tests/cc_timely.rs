@@ -14,7 +14,7 @@ fn run(scenario: Value) -> Simulation {
 }
 
 fn timely_of(sim: &Simulation, i: usize) -> &Timely {
-    match &sim.flows[i].cc {
+    match &sim.flows()[i].cc {
         Cc::Timely(s) => s,
         other => panic!("flow {i} runs {}", other.name()),
     }
@@ -26,14 +26,14 @@ fn timely_of(sim: &Simulation, i: usize) -> &Timely {
 fn rtt_samples_us(sim: &Simulation) -> Vec<f64> {
     let s = sim.summary();
     let port = s["bottleneck"]["id"].as_u64().unwrap() as u32;
-    let i = sim.series.ports.iter().position(|&p| p == port).unwrap();
-    let np = sim.series.ports.len();
+    let i = sim.series().ports.iter().position(|&p| p == port).unwrap();
+    let np = sim.series().ports.len();
     let (a, b) = sim.window();
-    let base = sim.flows[0].ctl.base_rtt as f64 / 1e6;
-    let rate = sim.ports[port as usize].rate_bps as f64;
-    (0..sim.series.times.len())
-        .filter(|&k| sim.series.times[k] >= a && sim.series.times[k] <= b)
-        .map(|k| base + sim.series.queue[k * np + i] as f64 * 8.0 / rate * 1e6)
+    let base = sim.flows()[0].ctl.base_rtt as f64 / 1e6;
+    let rate = sim.ports()[port as usize].rate_bps as f64;
+    (0..sim.series().times.len())
+        .filter(|&k| sim.series().times[k] >= a && sim.series().times[k] <= b)
+        .map(|k| base + sim.series().queue[k * np + i] as f64 * 8.0 / rate * 1e6)
         .collect()
 }
 
@@ -41,10 +41,10 @@ fn rtt_samples_us(sim: &Simulation) -> Vec<f64> {
 fn shares(sim: &Simulation) -> Vec<f64> {
     let (a, b) = sim.window();
     let secs = (b - a) as f64 * 1e-12;
-    sim.flows
+    sim.flows()
         .iter()
         .map(|f| {
-            let d = f.delivered_at_window[1].unwrap() - f.delivered_at_window[0].unwrap();
+            let d = f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap();
             d as f64 * 8.0 / secs / 100e9
         })
         .collect()
@@ -68,9 +68,9 @@ fn two_to_one_settles_into_a_bounded_oscillation_around_the_fair_share() {
     let (lo, hi) = rtt.iter().fold((f64::MAX, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
     let sh = shares(&sim);
     // Per-flow rate over 10 us slices: the oscillation stays bounded.
-    let n = sim.flows.len();
+    let n = sim.flows().len();
     let per_slice: Vec<f64> =
-        sim.series.flow_gbps.chunks(n).skip(600).map(|c| (c[0] / (c[0] + c[1]).max(1e-9)) as f64).collect();
+        sim.series().flow_gbps.chunks(n).skip(600).map(|c| (c[0] / (c[0] + c[1]).max(1e-9)) as f64).collect();
     let slice_share = |q: f64| {
         let mut v: Vec<f64> = per_slice.clone();
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -112,7 +112,7 @@ fn paper_preset_updates_once_per_16_kb_completion_at_10_gbe() {
     assert_eq!((t_low, t_high, min_rtt.round()), (50e6, 500e6, 20e6));
     for i in 0..2 {
         let t = timely_of(&sim, i);
-        let events = sim.flows[i].ctl.snd_una as f64 / 16_384.0;
+        let events = sim.flows()[i].ctl.snd_una as f64 / 16_384.0;
         // Every completion event but the first (which only records the RTT).
         assert!(
             (t.updates() as f64 - events).abs() <= 0.02 * events + 2.0,

@@ -21,15 +21,16 @@ fn single_flow_reaches_line_rate_and_measures_the_base_rtt() {
         "metrics": {"window": ["1ms", "5ms"]},
         "workload": [{"kind": "flows", "flows": [{"src": 1, "dst": 0}]}],
     }));
-    let f = &sim.flows[0];
-    let goodput = (f.delivered_at_window[1].unwrap() - f.delivered_at_window[0].unwrap()) as f64 * 8.0 / 4e-3;
+    let f = &sim.flows()[0];
+    let goodput =
+        (f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap()) as f64 * 8.0 / 4e-3;
     let net_line = 100e9 * 1024.0 / (1024.0 + 48.0);
     assert!(goodput >= 0.99 * net_line, "goodput {goodput:.4e} < 99% of {net_line:.4e}");
     // Base RTT from the topology: 1072-B data packet serialized twice (host, switch),
     // 64-B ACK serialized twice, four 1 us propagation delays.
     let expected = 4_000_000 + 2 * 85_760 + 2 * 5_120;
     assert_eq!(f.ctl.base_rtt, expected);
-    assert_eq!(f.min_rtt, Some(expected));
+    assert_eq!(f.stats.min_rtt, Some(expected));
 }
 
 fn conservation(sim: &Simulation) -> (u64, u64, u64, u64) {
@@ -75,7 +76,7 @@ fn same_seed_same_result_other_seed_other_result() {
     let a = run(poisson(7, &cdf));
     let b = run(poisson(7, &cdf));
     let c = run(poisson(8, &cdf));
-    assert_eq!(a.event_count, b.event_count);
+    assert_eq!(a.event_count(), b.event_count());
     assert_eq!(a.summary(), b.summary());
     assert_ne!(a.summary()["flows"], c.summary()["flows"]);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -96,11 +97,11 @@ fn incast64(pfc: bool, recovery: &str) -> Value {
 fn lossless_incast_of_64_line_rate_senders_drops_nothing() {
     let sim = run(incast64(true, "auto"));
     let s = sim.summary();
-    assert_eq!(sim.ports.iter().map(|p| p.stats.drops).sum::<u64>(), 0);
+    assert_eq!(sim.ports().iter().map(|p| p.stats.drops).sum::<u64>(), 0);
     assert!(s["network"]["pfc_pauses"].as_u64().unwrap() > 0, "PFC should have paused the senders");
-    assert!(sim.flows.iter().all(|f| f.finished.is_some()), "every flow completes");
+    assert!(sim.flows().iter().all(|f| f.snd.finished.is_some()), "every flow completes");
     // The bottleneck stays busy: the last flow ends close to total bytes / line rate.
-    let last = sim.flows.iter().filter_map(|f| f.finished).max().unwrap() as f64 * 1e-12;
+    let last = sim.flows().iter().filter_map(|f| f.snd.finished).max().unwrap() as f64 * 1e-12;
     let ideal = 64.0 * 3e6 * (1024.0 + 48.0) / 1024.0 * 8.0 / 100e9;
     assert!(last < 1.03 * ideal, "last completion {last:.5} s, ideal {ideal:.5} s");
 }
@@ -117,23 +118,23 @@ fn lossy_incast_drops_and_tcp_recovery_delivers_every_byte() {
 
 fn check_lossy_recovery(recovery: &str) {
     let sim = run(incast64(false, recovery));
-    let drops: u64 = sim.ports.iter().map(|p| p.stats.drops).sum();
+    let drops: u64 = sim.ports().iter().map(|p| p.stats.drops).sum();
     assert!(drops > 0, "a 10 MiB queue cap under 40 MiB of outstanding data must drop");
-    for f in &sim.flows {
+    for f in sim.flows() {
         assert!(
-            f.finished.is_some(),
+            f.snd.finished.is_some(),
             "flow {}->{} did not finish: una {} nxt {} rcv {} nacks {} timeouts {}",
-            f.src,
-            f.dst,
+            f.path.src,
+            f.path.dst,
             f.ctl.snd_una,
             f.ctl.snd_nxt,
-            f.rcv_nxt,
-            f.nacks,
-            f.timeouts
+            f.rcv.rcv_nxt,
+            f.stats.nacks,
+            f.stats.timeouts
         );
-        assert_eq!(f.rcv_nxt, 3_000_000);
+        assert_eq!(f.rcv.rcv_nxt, 3_000_000);
     }
-    assert!(sim.flows.iter().map(|f| f.retx_bytes).sum::<u64>() > 0);
+    assert!(sim.flows().iter().map(|f| f.stats.retx_bytes).sum::<u64>() > 0);
 }
 
 /// Marked fraction against the configured ramp, with a 4-sigma binomial band.
@@ -198,9 +199,9 @@ fn weighted(scheduler: &str) -> Vec<f64> {
             {"src": 1, "dst": 0, "class": 1}, {"src": 2, "dst": 0, "class": 2}, {"src": 3, "dst": 0, "class": 3}]}],
     }));
     let bytes: Vec<f64> = sim
-        .flows
+        .flows()
         .iter()
-        .map(|f| (f.delivered_at_window[1].unwrap() - f.delivered_at_window[0].unwrap()) as f64)
+        .map(|f| (f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap()) as f64)
         .collect();
     let total: f64 = bytes.iter().sum();
     bytes.iter().map(|b| b / total).collect()
@@ -226,9 +227,9 @@ fn ecmp_spreads_flows_over_all_equal_cost_paths() {
         "workload": [{"kind": "long", "pattern": "many_to_one", "receiver": 8,
                       "senders": [0, 1, 2, 3, 4, 5, 6, 7], "flows_per_host": 4096}],
     }));
-    let uplinks: Vec<f64> = (0..sim.ports.len() as u32)
+    let uplinks: Vec<f64> = (0..sim.ports().len() as u32)
         .filter(|&p| sim.port_name(p).starts_with("leaf0->spine"))
-        .map(|p| sim.ports[p as usize].tx_bytes as f64)
+        .map(|p| sim.ports()[p as usize].tx_bytes as f64)
         .collect();
     assert_eq!(uplinks.len(), 4);
     let mean = uplinks.iter().sum::<f64>() / 4.0;
@@ -326,20 +327,20 @@ fn non_monotone_cdf_file_is_rejected_with_its_line() {
 
 #[test]
 fn int_records_reach_the_sender_with_one_record_per_switch() {
-    // A flow that asks for INT crosses two switches on a dumbbell.
+    // A flow whose CC asks for INT (HPCC) crosses two switches on a dumbbell.
     let scenario = json!({
         "duration": "200us",
         "topology": {"kind": "dumbbell", "left": 1, "right": 1},
+        "cc": {"algorithm": "hpcc"},
         "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "100KB"}]}],
     });
     let mut sim = Simulation::from_json(&scenario.to_string(), Path::new(".")).unwrap();
-    sim.flows[0].ctl.want_int = true;
     sim.run_until(u64::MAX);
-    let f = &sim.flows[0];
-    assert!(f.finished.is_some());
-    assert_eq!(f.last_int_hops, 2);
+    let f = &sim.flows()[0];
+    assert!(f.snd.finished.is_some());
+    assert_eq!(f.stats.last_int_hops, 2);
     // Data packets grew by the INT header, so more bytes went out than without INT.
-    assert!(f.sent_bytes >= 100_000 + 98 * (48 + 42));
+    assert!(f.stats.sent_bytes >= 100_000 + 98 * (48 + 42));
 }
 
 #[test]
@@ -352,10 +353,10 @@ fn paced_flows_of_a_host_that_also_receives_are_not_starved_by_its_acks() {
         "metrics": {"window": ["1ms", "3ms"]},
         "workload": [{"kind": "long", "pattern": "all_to_all"}],
     }));
-    for f in &sim.flows {
-        let bytes = (f.delivered_at_window[1].unwrap() - f.delivered_at_window[0].unwrap()) as f64;
+    for f in sim.flows() {
+        let bytes = (f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap()) as f64;
         let gbps = bytes * 8.0 / 2e-3 / 1e9;
-        assert!(gbps > 0.9 * 20.0 * 1024.0 / 1072.0, "flow {}->{}: {gbps:.2} Gb/s", f.src, f.dst);
+        assert!(gbps > 0.9 * 20.0 * 1024.0 / 1072.0, "flow {}->{}: {gbps:.2} Gb/s", f.path.src, f.path.dst);
     }
 }
 
@@ -368,7 +369,7 @@ fn locked_out_flows(tx_jitter: f64) -> usize {
         "host": {"rto": "50ms", "max_outstanding": "256KiB", "tx_jitter": tx_jitter},
         "workload": [{"kind": "long", "receiver": 0, "start": ["0us", "200us"]}],
     }));
-    sim.flows.iter().filter(|f| f.rcv_nxt == 0 && f.nacks == 0).count()
+    sim.flows().iter().filter(|f| f.rcv.rcv_nxt == 0 && f.stats.nacks == 0).count()
 }
 
 #[test]

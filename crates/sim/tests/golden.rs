@@ -64,8 +64,8 @@ fn golden_summaries_are_unchanged() {
         // Through text, as Python receives it: the stored floats are what serde_json printed.
         let summary: Value = serde_json::from_str(&sim.summary().to_string()).expect("summary JSON");
         let mut lines = Vec::new();
-        if record["events"].as_u64() != Some(sim.event_count) {
-            lines.push(format!("events: {} != {}", record["events"], sim.event_count));
+        if record["events"].as_u64() != Some(sim.event_count()) {
+            lines.push(format!("events: {} != {}", record["events"], sim.event_count()));
         }
         diff("summary", &record["summary"], &summary, &mut lines);
         if !lines.is_empty() {

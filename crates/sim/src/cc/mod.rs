@@ -10,6 +10,7 @@
 //! path is a `match` rather than a virtual call. Each lives in its own file
 //! and implements [`CongestionControl`].
 
+pub mod agent;
 mod cubic;
 mod dcqcn;
 mod dctcp;
@@ -20,6 +21,7 @@ mod newreno;
 mod swift;
 mod timely;
 
+pub use agent::AgentCc;
 pub use cubic::Cubic;
 pub use dcqcn::Dcqcn;
 pub use dctcp::Dctcp;
@@ -33,6 +35,8 @@ pub use timely::Timely;
 use crate::config::{CcConfig, ConfigError};
 use crate::packet::IntHop;
 use crate::units::Time;
+use agent::AgentSpec;
+use std::sync::Arc;
 
 /// What a flow looks like to its CC: fixed facts about the path and the
 /// control variables the CC may change.
@@ -68,7 +72,7 @@ pub struct FlowCtl {
     pub probe_requested: bool,
     /// Data packets must collect INT records.
     pub want_int: bool,
-    /// An agent flow has a decision request ready for its policy (see `crate::agent`).
+    /// An agent flow has a decision request ready for its policy (see [`agent`]).
     pub decision_due: bool,
 }
 
@@ -303,7 +307,7 @@ pub enum Cc {
     /// A constant rate.
     FixedRate(FixedRate),
     /// A learned policy through the agent bridge.
-    Agent(Box<crate::agent::AgentCc>),
+    Agent(Box<AgentCc>),
     /// DCQCN.
     Dcqcn(Dcqcn),
     /// HPCC.
@@ -413,10 +417,19 @@ impl<'a> Params<'a> {
     }
 }
 
+/// What building a flow's CC may need beyond its own `[cc]` table: the
+/// scenario-wide settings an algorithm shares with every flow that uses it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CcBuild<'a> {
+    /// The scenario's checked `[agent]` table, if it has one (the `agent`
+    /// algorithm is configured there rather than in `[cc]`).
+    pub agent: Option<&'a Arc<AgentSpec>>,
+}
+
 impl Cc {
     /// Builds the CC of a flow from its configuration; `field` names the
-    /// configuration in errors.
-    pub fn from_config(cfg: &CcConfig, field: &str) -> Result<Cc, ConfigError> {
+    /// configuration in errors, `build` carries scenario-wide settings.
+    pub fn from_config(cfg: &CcConfig, field: &str, build: &CcBuild) -> Result<Cc, ConfigError> {
         macro_rules! build {
             ($variant:ident, $ty:ident) => {
                 Ok(Cc::$variant($ty::from_params(&Params::new(cfg, field, $ty::info().params)?)?))
@@ -432,11 +445,23 @@ impl Cc {
             "dctcp" => build!(Dctcp, Dctcp),
             "newreno" => build!(NewReno, NewReno),
             "cubic" => build!(Cubic, Cubic),
-            "agent" => Err(ConfigError::new(
-                format!("{field}.algorithm"),
-                "\"agent\"",
-                "an agent flow needs the scenario's [agent] table",
-            )),
+            "agent" => {
+                let Some(spec) = build.agent else {
+                    return Err(ConfigError::new(
+                        format!("{field}.algorithm"),
+                        "\"agent\"",
+                        "agent flows need an [agent] table in the scenario",
+                    ));
+                };
+                if let Some(k) = cfg.params.keys().next() {
+                    return Err(ConfigError::new(
+                        format!("{field}.{k}"),
+                        "",
+                        "the agent CC takes no parameters here; configure it in [agent]",
+                    ));
+                }
+                Ok(Cc::Agent(Box::new(AgentCc::new(spec.clone()))))
+            }
             other => {
                 let names: Vec<_> = catalogue().iter().map(|c| c.name).collect();
                 Err(ConfigError::new(

@@ -1,0 +1,369 @@
+//! Learned congestion control: the flow side of the agent bridge.
+//!
+//! A flow whose CC is `agent` is driven by a policy outside the usual CC
+//! rules. At each decision point (an RTT-probe reply, every N ACKs, or a fixed
+//! monitor interval) it turns what it measured over the monitor interval into
+//! a feature row, keeps the last `history` rows as its observation, computes
+//! the reward of its previous action, and asks for an action by raising
+//! [`FlowCtl::decision_due`](super::FlowCtl::decision_due). The simulator's
+//! bridge batches these requests (see `Simulation::agent_step`) or answers
+//! them at once with a native policy; the action takes effect `policy_delay`
+//! later, while the flow keeps sending at its old rate.
+//!
+//! It is built by [`Cc::from_config`](super::Cc::from_config) like any other
+//! algorithm, from the scenario's checked `[agent]` table handed over in the
+//! [`CcBuild`](super::CcBuild) context. The bridge sees it only through four
+//! methods: [`AgentCc::observation`] and [`AgentCc::reward`] (what a decision
+//! request carries), [`AgentCc::apply`] (an action takes effect) and
+//! [`AgentCc::finish`] (the flow ended: its last observation and reward).
+//!
+//! Files: `agent/spec.rs` checks the `[agent]` table (triggers, features,
+//! rewards, action maps); `agent/features.rs` measures a monitor interval into
+//! a feature row and a reward; this file is the per-flow state machine.
+
+mod features;
+mod spec;
+#[cfg(test)]
+mod tests;
+
+pub use spec::{ActionMap, AgentSpec, Feature, Reward, Trigger, FEATURES, REWARDS};
+
+use super::{AckEvent, CcCtx, CongestionControl, ProbeEvent};
+use crate::units::{Time, SEC};
+use std::sync::Arc;
+
+/// Per-flow agent state: monitor-interval statistics, observation history and
+/// the decision in flight.
+#[derive(Clone, Debug)]
+pub struct AgentCc {
+    spec: Arc<AgentSpec>,
+    mi_start: Time,
+    sent_bytes: u64,
+    sent_pkts: u64,
+    acked_bytes: u64,
+    acked_pkts: u64,
+    nacks: u32,
+    cnps: u32,
+    losses: u32,
+    rtt_n: u32,
+    rtt_sum: f64,
+    // Sums for the least-squares slope of RTT over time (Aurora's gradient).
+    t_sum: f64,
+    tt_sum: f64,
+    tr_sum: f64,
+    probe_rtt: Option<Time>,
+    last_sample: Time,
+    last_rtt: Option<f64>,
+    min_mean_rtt: f64,
+    acks_since: u32,
+    /// A probe was requested and its reply has not come back.
+    probe_pending: bool,
+    /// Interval ticks skipped in a row for want of news (`hold_ticks`).
+    held: u32,
+    history: Vec<f32>,
+    filled: bool,
+    /// Multiplier applied by the last action (1 before the first).
+    last_multiplier: f64,
+    /// A decision was requested and its action has not been applied yet.
+    outstanding: bool,
+    /// Decisions skipped because the previous one was still outstanding.
+    skipped: u64,
+    /// Reward computed at the last decision.
+    last_reward: f32,
+}
+
+impl AgentCc {
+    /// A fresh agent following `spec`.
+    pub fn new(spec: Arc<AgentSpec>) -> Self {
+        let n = spec.obs_dim();
+        AgentCc {
+            spec,
+            mi_start: 0,
+            sent_bytes: 0,
+            sent_pkts: 0,
+            acked_bytes: 0,
+            acked_pkts: 0,
+            nacks: 0,
+            cnps: 0,
+            losses: 0,
+            rtt_n: 0,
+            rtt_sum: 0.0,
+            t_sum: 0.0,
+            tt_sum: 0.0,
+            tr_sum: 0.0,
+            probe_rtt: None,
+            last_sample: 0,
+            last_rtt: None,
+            min_mean_rtt: f64::INFINITY,
+            acks_since: 0,
+            probe_pending: false,
+            held: 0,
+            history: vec![0.0; n],
+            filled: false,
+            last_multiplier: 1.0,
+            outstanding: false,
+            skipped: 0,
+            last_reward: 0.0,
+        }
+    }
+
+    /// The agent's configuration.
+    pub fn spec(&self) -> &AgentSpec {
+        &self.spec
+    }
+
+    fn rtt_sample(&mut self, now: Time, rtt: Time) {
+        let t = (now - self.mi_start) as f64 / SEC as f64;
+        let r = rtt as f64 / SEC as f64;
+        self.rtt_n += 1;
+        self.rtt_sum += rtt as f64;
+        self.last_sample = rtt;
+        self.t_sum += t;
+        self.tt_sum += t * t;
+        self.tr_sum += t * r;
+    }
+
+    fn reset_mi(&mut self, now: Time) {
+        self.mi_start = now;
+        self.sent_bytes = 0;
+        self.sent_pkts = 0;
+        self.acked_bytes = 0;
+        self.acked_pkts = 0;
+        self.nacks = 0;
+        self.cnps = 0;
+        self.losses = 0;
+        self.rtt_n = 0;
+        self.rtt_sum = 0.0;
+        self.t_sum = 0.0;
+        self.tt_sum = 0.0;
+        self.tr_sum = 0.0;
+        self.probe_rtt = None;
+        self.acks_since = 0;
+    }
+
+    /// The current observation (history rows, oldest first): what a decision
+    /// request shows the policy.
+    pub fn observation(&self) -> &[f32] {
+        &self.history
+    }
+
+    /// The reward of the previous action, measured when the current decision
+    /// was requested.
+    pub fn reward(&self) -> f32 {
+        self.last_reward
+    }
+
+    /// Decision points skipped because the policy had not answered the
+    /// previous request yet.
+    pub fn skipped_decisions(&self) -> u64 {
+        self.skipped
+    }
+
+    fn probe(&mut self, ctx: &mut CcCtx) {
+        self.probe_pending = true;
+        ctx.request_probe();
+        if self.spec.probe_timeout > 0 {
+            ctx.set_timer(ctx.now + self.spec.probe_timeout);
+        }
+    }
+
+    /// A loss was detected (NACK, timeout, fast retransmit): the packet that
+    /// carried the probe may be among the lost ones, and a lost probe would
+    /// stop this flow's decisions for good, so the probe rides again on the
+    /// retransmission. (A duplicate reply only adds an RTT sample.)
+    fn reprobe_after_loss(&mut self, ctx: &mut CcCtx) {
+        if self.spec.trigger == Trigger::Probe && self.probe_pending {
+            ctx.request_probe();
+        }
+    }
+
+    fn decide(&mut self, ctx: &mut CcCtx) {
+        if self.outstanding {
+            // The policy has not answered the previous request: skip this
+            // decision point (MVFST-RL); the interval keeps accumulating.
+            self.skipped += 1;
+            if self.spec.trigger == Trigger::Probe {
+                self.probe(ctx);
+            }
+            return;
+        }
+        self.close_interval(ctx);
+        self.outstanding = true;
+        ctx.flow.decision_due = true;
+        if self.spec.trigger == Trigger::Probe {
+            self.probe(ctx);
+        }
+    }
+
+    /// Measures a final interval for a flow that ends (its last observation and reward).
+    pub fn finish(&mut self, ctx: &CcCtx) -> f32 {
+        self.close_interval(ctx)
+    }
+
+    /// Applies action `a` to the flow's rate (a NaN action keeps the rate).
+    pub fn apply(&mut self, ctx: &mut CcCtx, a: f32) {
+        self.outstanding = false;
+        if !a.is_finite() {
+            // No usable action (NaN): keep the rate.
+            self.last_multiplier = 1.0;
+            return;
+        }
+        let a = a as f64;
+        let rate = ctx.flow.rate;
+        let line = ctx.flow.line_rate;
+        let new_rate = match &self.spec.action {
+            ActionMap::Multiplier { inc, dec } => {
+                let a = a.clamp(-1.0, 1.0);
+                let m = if a >= 0.0 { 1.0 + inc * a } else { 1.0 / (1.0 - dec * a) };
+                self.last_multiplier = m;
+                (rate * m).min(line)
+            }
+            ActionMap::Aurora { alpha } => {
+                let a = a.clamp(-1e6, 1e6);
+                let m = if a >= 0.0 { 1.0 + alpha * a } else { 1.0 / (1.0 - alpha * a) };
+                self.last_multiplier = m;
+                rate * m
+            }
+            ActionMap::Discrete(table) => {
+                let i = (a.round().max(0.0) as usize).min(table.len() - 1);
+                self.last_multiplier = table[i];
+                (rate * table[i]).min(line)
+            }
+            ActionMap::Rate => {
+                self.last_multiplier = if rate > 0.0 { a.clamp(0.0, 1.0) * line / rate } else { 1.0 };
+                a.clamp(0.0, 1.0) * line
+            }
+        };
+        ctx.set_rate(new_rate);
+    }
+}
+
+impl CongestionControl for AgentCc {
+    fn on_start(&mut self, ctx: &mut CcCtx) {
+        let line = ctx.flow.line_rate;
+        ctx.set_rate(line * self.spec.initial_rate);
+        self.reset_mi(ctx.now);
+        match self.spec.trigger {
+            Trigger::Probe => self.probe(ctx),
+            Trigger::Interval(t) => ctx.set_timer(next_tick(ctx.now, t)),
+            Trigger::Acks(_) => {}
+        }
+    }
+
+    fn on_send(&mut self, _ctx: &mut CcCtx, bytes: u32) {
+        self.sent_bytes += bytes as u64;
+        self.sent_pkts += 1;
+    }
+
+    fn on_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
+        self.acked_bytes += ack.newly_acked;
+        self.acked_pkts += ack.newly_acked.div_ceil(ctx.flow.mtu.max(1) as u64);
+        if self.spec.trigger != Trigger::Probe {
+            self.rtt_sample(ctx.now, ack.rtt);
+        }
+        if let Trigger::Acks(n) = self.spec.trigger {
+            self.acks_since += 1;
+            if self.acks_since >= n {
+                self.decide(ctx);
+            }
+        }
+    }
+
+    fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64, rtt: Time) {
+        self.nacks += 1;
+        // The NACK's RTT sample (interval and ACK triggers): without it, a flow
+        // that loses most of its packets in a full queue hears no RTT and keeps
+        // judging the path by its last (or base) RTT.
+        if self.spec.trigger != Trigger::Probe && rtt > 0 {
+            self.rtt_sample(ctx.now, rtt);
+        }
+        self.reprobe_after_loss(ctx);
+    }
+
+    fn on_cnp(&mut self, _ctx: &mut CcCtx) {
+        self.cnps += 1;
+    }
+
+    fn on_probe(&mut self, ctx: &mut CcCtx, probe: &ProbeEvent) {
+        if self.spec.trigger != Trigger::Probe {
+            if self.spec.idle_probe {
+                self.probe_rtt = Some(probe.rtt);
+                self.rtt_sample(ctx.now, probe.rtt);
+            }
+            return;
+        }
+        {
+            self.probe_rtt = Some(probe.rtt);
+            self.rtt_sample(ctx.now, probe.rtt);
+            if self.probe_pending {
+                self.probe_pending = false;
+                self.decide(ctx);
+            }
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut CcCtx) {
+        if self.spec.trigger == Trigger::Probe {
+            if self.probe_pending {
+                // The probe (or its reply) is presumed lost: ask again. The loss
+                // re-requests do not restart this timeout: in a full queue the NACKs
+                // keep coming while every retransmission carrying the probe is
+                // dropped, and a timeout restarted by each of them never fires
+                // (measured: rlcc-public on 128-to-1 stalled again, 2.1 GB dropped).
+                self.probe(ctx);
+            }
+            return;
+        }
+        if let Trigger::Interval(t) = self.spec.trigger {
+            ctx.set_timer(next_tick(ctx.now, t));
+            let news = self.rtt_n > 0 || self.sent_pkts > 0 || self.nacks > 0;
+            if !news && ctx.flow.is_idle() {
+                // Between messages there is nothing to measure or pace: a decision
+                // would repeat the last RTT of the previous message (often a full
+                // queue) every tick and cut an idle flow's rate for the whole gap.
+                // The flow keeps its rate and its next interval starts with its
+                // next message.
+                if self.spec.idle_probe {
+                    self.held += 1;
+                    if self.held > self.spec.hold_ticks {
+                        self.held = 0;
+                        ctx.request_probe();
+                    }
+                    return;
+                }
+                self.held = 0;
+                self.reset_mi(ctx.now);
+                return;
+            }
+            if !news && self.held < self.spec.hold_ticks {
+                self.held += 1;
+                return;
+            }
+            self.held = 0;
+            self.decide(ctx);
+        }
+    }
+
+    fn on_timeout(&mut self, ctx: &mut CcCtx) {
+        self.losses += 1;
+        // A timeout means the flow heard nothing for a whole RTO: whatever rate it
+        // holds was chosen blind (an interval agent that sees no ACKs sees no
+        // congestion either and climbs to line rate). Restarting every such flow at
+        // that rate at once overflows the queue again, so, like TCP's loss window,
+        // the flow restarts low and the policy climbs back on fresh feedback.
+        if self.spec.timeout_rate < 1.0 {
+            ctx.set_rate(self.spec.timeout_rate * ctx.flow.line_rate);
+        }
+        self.reprobe_after_loss(ctx);
+    }
+
+    fn on_fast_retransmit(&mut self, ctx: &mut CcCtx) {
+        self.losses += 1;
+        self.reprobe_after_loss(ctx);
+    }
+}
+
+/// The first multiple of `period` after `now`.
+fn next_tick(now: Time, period: Time) -> Time {
+    (now / period + 1) * period
+}

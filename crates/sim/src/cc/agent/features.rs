@@ -1,0 +1,117 @@
+//! What an agent measures over its monitor interval: the feature row of its
+//! observation and the reward of its previous action.
+
+use super::spec::{Feature, Reward};
+use super::AgentCc;
+use crate::cc::CcCtx;
+use crate::units::SEC;
+
+impl AgentCc {
+    /// Measures the monitor interval ending now: a feature row and the reward.
+    fn measure(&mut self, ctx: &CcCtx, row: &mut [f32]) -> f32 {
+        let sp = &*self.spec;
+        let f = &ctx.flow;
+        let mi = (ctx.now.saturating_sub(self.mi_start)).max(1) as f64;
+        let mi_s = mi / SEC as f64;
+        let base = f.base_rtt.max(1) as f64;
+        let norm = if sp.rtt_norm > 0.0 { sp.rtt_norm } else { base };
+        let mean_rtt = (self.rtt_n > 0).then(|| self.rtt_sum / self.rtt_n as f64);
+        let est = if sp.rtt_last { (self.rtt_n > 0).then_some(self.last_sample as f64) } else { mean_rtt };
+        let rtt = match (self.probe_rtt, est) {
+            (Some(p), _) => p as f64,
+            (None, Some(m)) => m,
+            (None, None) => self.last_rtt.unwrap_or(base),
+        };
+        self.last_rtt = Some(rtt);
+        if let Some(m) = mean_rtt {
+            self.min_mean_rtt = self.min_mean_rtt.min(m);
+        }
+        let line = f.line_rate.max(1.0);
+        let rate = f.rate / line;
+        let inflation = rtt / norm;
+        let (beta, target, scale) = sp.adpg;
+        let x = (inflation - beta).max(0.0) * rate.sqrt();
+        let d = scale * (x - target);
+        let pkts = self.sent_pkts.max(1) as f64;
+        let throughput = self.acked_bytes as f64 * 8.0 / mi_s / line;
+        let lost = (self.nacks + self.losses) as f64;
+        let loss = if lost + self.acked_pkts as f64 > 0.0 { lost / (lost + self.acked_pkts as f64) } else { 0.0 };
+        let delay = (rtt - base).max(0.0) / norm;
+        for (v, feat) in row.iter_mut().zip(&sp.features) {
+            *v = match feat {
+                Feature::RttInflation => inflation,
+                Feature::Rate => rate,
+                Feature::NackRatio => self.nacks as f64 / pkts,
+                Feature::CnpRatio => self.cnps as f64 / pkts,
+                Feature::Bandwidth => self.sent_bytes as f64 * 8.0 / mi_s / line,
+                Feature::Action => self.last_multiplier,
+                Feature::Adpg => d,
+                Feature::LatencyGradient => {
+                    let n = self.rtt_n as f64;
+                    let var = self.tt_sum - self.t_sum * self.t_sum / n.max(1.0);
+                    if self.rtt_n >= 2 && var > 0.0 {
+                        let cov = self.tr_sum - self.t_sum * (self.rtt_sum / SEC as f64) / n;
+                        cov / var
+                    } else {
+                        0.0
+                    }
+                }
+                Feature::LatencyRatio => match mean_rtt {
+                    Some(m) if self.min_mean_rtt.is_finite() => m / self.min_mean_rtt,
+                    _ => 0.0,
+                },
+                Feature::SendRatio => {
+                    let r = self.sent_bytes as f64 / self.acked_bytes as f64;
+                    if self.acked_bytes == 0 || r > 1000.0 {
+                        1.0
+                    } else {
+                        r
+                    }
+                }
+                Feature::Throughput => throughput,
+                Feature::Delay => delay,
+                Feature::Loss => loss,
+            } as f32;
+        }
+        let r = match sp.reward {
+            Reward::Adpg => -(x - target) * (x - target),
+            Reward::AdpgSignal => d,
+            Reward::Aurora => {
+                let pps = self.acked_bytes as f64 / 1500.0 / mi_s;
+                10.0 * pps - 1000.0 * rtt / SEC as f64 - 2000.0 * loss
+            }
+            Reward::ThroughputDelay => throughput - sp.reward_beta * delay,
+            Reward::LogUtility => throughput.max(1e-6).ln() - sp.reward_beta * (rtt / base).max(1.0).ln(),
+        };
+        (r * sp.reward_scale) as f32
+    }
+
+    /// Closes the monitor interval: pushes a feature row into the history and
+    /// returns the reward of the previous action.
+    pub(super) fn close_interval(&mut self, ctx: &CcCtx) -> f32 {
+        let nf = self.spec.features.len();
+        let mut row = [0f32; 16];
+        let mut big;
+        let row: &mut [f32] = if nf <= 16 {
+            &mut row[..nf]
+        } else {
+            big = vec![0f32; nf];
+            &mut big
+        };
+        let reward = self.measure(ctx, row);
+        if self.filled {
+            self.history.copy_within(nf.., 0);
+            let n = self.history.len();
+            self.history[n - nf..].copy_from_slice(row);
+        } else {
+            // First row: repeat it over the whole history.
+            for chunk in self.history.chunks_mut(nf) {
+                chunk.copy_from_slice(row);
+            }
+            self.filled = true;
+        }
+        self.reset_mi(ctx.now);
+        self.last_reward = reward;
+        reward
+    }
+}

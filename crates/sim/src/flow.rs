@@ -1,0 +1,188 @@
+//! A flow: one queue pair, the state both of its ends keep.
+//!
+//! A flow's state is split by who uses it, the way a transport splits into a
+//! sender half and a receiver half:
+//!
+//! * [`FlowPath`]: what is fixed when the flow is created (endpoints, traffic
+//!   class, ECMP hash, start and stop, loss recovery);
+//! * [`Sender`]: the sending NIC's state (pacer, place in the NIC scheduler,
+//!   retransmission point, timers, the application's messages);
+//! * [`FlowCtl`]: what the congestion control sets (rate, window) and reads
+//!   (path facts, sequence numbers);
+//! * [`Receiver`]: the receiving NIC's state (next expected byte, out-of-order
+//!   ranges, ACK coalescing, CNP and NACK pacing);
+//! * [`TcpRecovery`]: NewReno's duplicate-ACK and fast-recovery state and the
+//!   RTT estimator behind the adaptive timeout;
+//! * [`MonitorInterval`]: what the sender measured since the last RTT-probe
+//!   reply (the ADPG agent's observation);
+//! * [`FlowStats`]: counters for the results.
+//!
+//! Every data packet a sender builds touches `snd`, `ctl`, `path`, `mi` and
+//! `stats`; they come first, and `Flow` is `repr(C)` so that this order is
+//! the memory order (the compiler would otherwise be free to interleave the
+//! parts). The receiver's state, used at the other end, comes after them.
+
+use crate::cc::{Cc, FlowCtl, Transport};
+use crate::host::SchedState;
+use crate::units::Time;
+
+/// A flow: sender and receiver state of one queue pair.
+#[derive(Clone, Debug)]
+#[repr(C)]
+pub struct Flow {
+    /// The sending NIC's state.
+    pub snd: Sender,
+    /// What the CC controls, and facts about the path.
+    pub ctl: FlowCtl,
+    /// Endpoints, class, ECMP hash, schedule and transport.
+    pub path: FlowPath,
+    /// Sender counters since the last RTT-probe reply.
+    pub mi: MonitorInterval,
+    /// Counters for the results.
+    pub stats: FlowStats,
+    /// TCP loss-recovery state (unused by go-back-N flows).
+    pub tcp: TcpRecovery,
+    /// The receiving NIC's state.
+    pub rcv: Receiver,
+    /// Congestion control state.
+    pub cc: Cc,
+}
+
+/// What is fixed when a flow is created.
+#[derive(Clone, Debug)]
+pub struct FlowPath {
+    /// Sending host.
+    pub src: u32,
+    /// Receiving host.
+    pub dst: u32,
+    /// Traffic class (switch queue).
+    pub class: u8,
+    /// ECMP hash of the forward direction (the reverse direction uses a variant).
+    pub hash: u32,
+    /// Start time.
+    pub start: Time,
+    /// Stop time, if any.
+    pub stop: Option<Time>,
+    /// Loss recovery of this flow.
+    pub transport: Transport,
+}
+
+/// The sending NIC's state of a flow.
+#[derive(Clone, Debug)]
+pub struct Sender {
+    /// Earliest time the pacer lets the flow send (fractional picoseconds).
+    pub next_avail: f64,
+    /// Scheduler state.
+    pub sched: SchedState,
+    /// Generation of the scheduler entry (stale heap entries are skipped).
+    pub sched_gen: u32,
+    /// Wire bytes of the last data packet (to rescale the pacer on rate change).
+    pub last_pkt_bytes: u32,
+    /// Generation of the CC timer.
+    pub timer_gen: u32,
+    /// The flow has started.
+    pub started: bool,
+    /// All its data is acknowledged (finite flows): time of completion. It
+    /// lives here rather than with the statistics because every scheduling
+    /// decision reads it.
+    pub finished: Option<Time>,
+    /// Segment to retransmit before any new data (TCP fast retransmit and
+    /// NewReno partial ACKs).
+    pub retx: Option<u64>,
+    /// Highest byte ever sent (to count retransmissions).
+    pub max_sent: u64,
+    /// Last time the cumulative ACK advanced (or sending restarted).
+    pub last_progress: Time,
+    /// Current retransmission timeout (ps): fixed for go-back-N, adaptive and
+    /// backed off for TCP recovery.
+    pub rto: Time,
+    /// Deadline of the scheduled CC timer.
+    pub timer_at: Option<Time>,
+    /// Message boundaries: (arrival time, end sequence, completion time).
+    pub messages: Vec<(Time, u64, Option<Time>)>,
+    /// Index of the first incomplete message.
+    pub msg_next: usize,
+}
+
+/// The receiving NIC's state of a flow.
+#[derive(Clone, Debug, Default)]
+pub struct Receiver {
+    /// Next expected byte.
+    pub rcv_nxt: u64,
+    /// Data packets received since the last ACK.
+    pub unacked_pkts: u32,
+    /// Time of the last CNP sent.
+    pub last_cnp: Option<Time>,
+    /// Time and expected sequence of the last NACK.
+    pub last_nack: Option<(Time, u64)>,
+    /// TCP: out-of-order byte ranges held beyond `rcv_nxt`, sorted.
+    pub ooo: Vec<(u64, u64)>,
+}
+
+/// TCP sender loss-recovery state (RFC 6582 NewReno, RFC 6298 estimator).
+#[derive(Clone, Debug, Default)]
+pub struct TcpRecovery {
+    /// Consecutive duplicate ACKs.
+    pub dup_acks: u32,
+    /// In fast recovery until the cumulative ACK reaches this.
+    pub recover: Option<u64>,
+    /// Smoothed RTT and its variation (ps), once sampled.
+    pub srtt: Option<(f64, f64)>,
+}
+
+/// What the sender measured since the last RTT-probe reply.
+#[derive(Clone, Debug, Default)]
+pub struct MonitorInterval {
+    /// Start of the interval.
+    pub start: Time,
+    /// Data wire bytes sent.
+    pub bytes: u64,
+    /// Data packets sent.
+    pub pkts: u64,
+    /// NACKs received.
+    pub nacks: u32,
+    /// CNPs received.
+    pub cnps: u32,
+}
+
+/// Per-flow counters for the results.
+#[derive(Clone, Debug, Default)]
+pub struct FlowStats {
+    /// Data wire bytes sent, including retransmissions.
+    pub sent_bytes: u64,
+    /// Payload bytes retransmitted.
+    pub retx_bytes: u64,
+    /// NACKs received.
+    pub nacks: u64,
+    /// CNPs received.
+    pub cnps: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// INT records carried by the last ACK (0 if the flow does not ask for INT).
+    pub last_int_hops: u8,
+    /// Smallest RTT measured.
+    pub min_rtt: Option<Time>,
+    /// Payload delivered in order at the start and end of the window.
+    pub delivered_at_window: [Option<u64>; 2],
+    /// Payload delivered at the previous sample.
+    pub delivered_at_sample: u64,
+    /// Ideal completion time in an empty network (finite flows).
+    pub ideal_fct: Time,
+}
+
+impl Flow {
+    /// Bytes sent and not yet acknowledged.
+    #[inline]
+    pub fn inflight(&self) -> u64 {
+        self.ctl.snd_nxt.saturating_sub(self.ctl.snd_una)
+    }
+
+    /// Whether the flow may put a data packet on the wire now (pacer aside).
+    #[inline]
+    pub fn can_send(&self, max_outstanding: u64) -> bool {
+        self.snd.started
+            && self.snd.finished.is_none()
+            && (self.snd.retx.is_some()
+                || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding)))
+    }
+}

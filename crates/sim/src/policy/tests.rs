@@ -1,0 +1,251 @@
+//! Unit tests of the native policy: float32 and int8 forward passes against reference
+//! arithmetic, file checks, and the SSE2 path against the portable one.
+
+use super::*;
+
+const NET: &str = r#"{"format": "ccgym-mlp", "version": 1,
+    "layers": [{"weight": [[1.0, -2.0], [0.5, 0.25]], "bias": [0.1, 0.0], "activation": "relu"},
+               {"weight": [[1.0, 1.0]], "activation": "none"}],
+    "output": "tanh", "int8": {"input_amax": [2.0, 3.0]}}"#;
+
+#[test]
+fn float_forward_matches_hand_computation() {
+    let m = Mlp::from_json(NET, Precision::Float32).unwrap();
+    let mut out = [0.0f32];
+    let mut s = vec![0.0; m.scratch_len()];
+    m.forward(&[1.0, 0.25], &mut out, &mut s);
+    // h = relu([1 - 0.5 + 0.1, 0.5 + 0.0625]) = [0.6, 0.5625]; u = 1.1625
+    assert!((out[0] - 1.1625f32.tanh()).abs() < 1e-6);
+}
+
+#[test]
+fn int8_forward_is_close_to_float() {
+    let f = Mlp::from_json(NET, Precision::Float32).unwrap();
+    let q = Mlp::from_json(NET, Precision::Int8).unwrap();
+    let mut s = vec![0.0; f.scratch_len()];
+    for x in [[1.0, 0.25], [-0.5, 1.5], [1.9, -1.9]] {
+        let (mut a, mut b) = ([0.0f32], [0.0f32]);
+        f.forward(&x, &mut a, &mut s);
+        q.forward(&x, &mut b, &mut s);
+        assert!((a[0] - b[0]).abs() < 0.02, "{x:?}: {} vs {}", a[0], b[0]);
+    }
+}
+
+#[test]
+fn bad_files_are_rejected() {
+    assert!(Mlp::from_json("{}", Precision::Float32).is_err());
+    let ragged = NET.replace("[0.5, 0.25]", "[0.5]");
+    assert!(Mlp::from_json(&ragged, Precision::Float32).unwrap_err().contains("rectangular"));
+    let mismatch = NET.replace("[[1.0, 1.0]]", "[[1.0, 1.0, 1.0]]");
+    assert!(Mlp::from_json(&mismatch, Precision::Float32).unwrap_err().contains("previous layer"));
+}
+
+/// A random network `sizes[0] -> sizes[1] -> ...` as a policy file, and its layers
+/// (weight [out][in], bias, activation).
+type Spec = Vec<(Vec<Vec<f32>>, Vec<f32>, &'static str)>;
+
+fn random_net(seed: u64, sizes: &[usize], bias: bool, hidden: &'static str) -> (String, Spec, Vec<f32>) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut spec: Spec = Vec::new();
+    for (i, w) in sizes.windows(2).enumerate() {
+        let (n_in, n_out) = (w[0], w[1]);
+        let scale = 1.0 / (n_in as f32).sqrt();
+        let mut weight: Vec<Vec<f32>> =
+            (0..n_out).map(|_| (0..n_in).map(|_| rng.random_range(-2.0..2.0f32) * scale).collect()).collect();
+        weight[0][0] = 0.0; // zeros and a -0 among the weights
+        if n_in > 1 {
+            weight[0][1] = -0.0;
+        }
+        let mut b: Vec<f32> = (0..n_out).map(|_| if bias { rng.random_range(-0.2..0.2f32) } else { 0.0 }).collect();
+        b[0] = -0.0;
+        let act = if i + 2 < sizes.len() { hidden } else { "none" };
+        spec.push((weight, b, act));
+    }
+    let amax: Vec<f32> = (0..spec.len()).map(|i| [2.0, 1.5, 3.0, 0.0][i % 4]).collect(); // 0: scale 1
+    let layers: Vec<serde_json::Value> =
+        spec.iter().map(|(w, b, a)| serde_json::json!({"weight": w, "bias": b, "activation": a})).collect();
+    let json = serde_json::json!({"format": "ccgym-mlp", "version": 1, "layers": layers,
+        "output": "none", "int8": {"input_amax": amax}});
+    (json.to_string(), spec, amax)
+}
+
+fn act(name: &str, v: f32) -> f32 {
+    match name {
+        "relu" => v.max(0.0),
+        "tanh" => v.tanh(),
+        _ => v,
+    }
+}
+
+/// The documented int8 value, with libm's floor and an i32 result.
+fn q_ref(v: f32) -> i32 {
+    if v.is_nan() {
+        0
+    } else {
+        ((v.abs().min(127.0) + 0.5).floor() as i32) * if v.is_sign_negative() { -1 } else { 1 }
+    }
+}
+
+/// Observations: random values, and the awkward ones (ties, huge, NaN, +-0).
+fn inputs(seed: u64, n: usize) -> Vec<Vec<f32>> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    let special = [0.0, -0.0, 0.5 / 63.5, -2.5 / 63.5, 1e30, -f32::INFINITY, f32::NAN, 0.49999997 / 63.5];
+    let mut xs: Vec<Vec<f32>> = (0..200).map(|_| (0..n).map(|_| rng.random_range(-3.0..3.0f32)).collect()).collect();
+    for (i, v) in special.iter().enumerate() {
+        xs.push((0..n).map(|j| if j % special.len() == i { *v } else { 0.3 }).collect());
+    }
+    xs.push(vec![0.0; n]);
+    xs
+}
+
+fn run(m: &Mlp, x: &[f32]) -> Vec<f32> {
+    let mut out = vec![0.0; m.outputs()];
+    let mut s = vec![f32::NAN; m.scratch_len()]; // stale scratch must not matter
+    m.forward(x, &mut out, &mut s);
+    out
+}
+
+const SHAPES: &[&[usize]] = &[&[4, 12, 12, 1], &[5, 17, 3], &[3, 40, 7, 2], &[256, 9, 1], &[2, 1]];
+
+#[test]
+fn float32_is_the_ordered_sum() {
+    for (k, sizes) in SHAPES.iter().enumerate() {
+        for hidden in ["relu", "tanh", "none"] {
+            let (json, spec, _) = random_net(k as u64, sizes, true, hidden);
+            let m = Mlp::from_json(&json, Precision::Float32).unwrap();
+            for x in inputs(k as u64 + 100, sizes[0]).iter().filter(|x| x.iter().all(|v| v.is_finite())) {
+                let mut h = x.clone();
+                for (w, b, a) in &spec {
+                    h = w
+                        .iter()
+                        .zip(b)
+                        .map(|(row, b)| act(a, row.iter().zip(&h).fold(*b, |acc, (w, x)| acc + w * x)))
+                        .collect();
+                }
+                let got = run(&m, x);
+                assert_eq!(
+                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    h.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{sizes:?} {hidden} {x:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn int8_is_the_documented_arithmetic() {
+    for (k, sizes) in SHAPES.iter().enumerate() {
+        for (hidden, bias) in [("relu", false), ("relu", true), ("tanh", true), ("none", true)] {
+            let (json, spec, amax) = random_net(k as u64 + 10, sizes, bias, hidden);
+            let m = Mlp::from_json(&json, Precision::Int8).unwrap();
+            for x in inputs(k as u64 + 200, sizes[0]) {
+                let mut h = x.clone();
+                for ((w, b, a), amax) in spec.iter().zip(&amax) {
+                    let s_in = if *amax > 0.0 && amax.is_finite() { 127.0 / amax } else { 1.0 };
+                    let xq: Vec<i32> = h.iter().map(|v| q_ref(v * s_in)).collect();
+                    h = w
+                        .iter()
+                        .zip(b)
+                        .map(|(row, b)| {
+                            let row_amax = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                            let s = if row_amax > 0.0 { 127.0 / row_amax } else { 1.0 };
+                            let acc: i32 = row.iter().zip(&xq).map(|(w, x)| q_ref(w * s) * x).sum();
+                            act(a, acc as f32 * (1.0 / (s_in * s)) + (b + 0.0))
+                        })
+                        .collect();
+                }
+                let got = run(&m, &x);
+                assert_eq!(
+                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    h.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{sizes:?} {hidden} {x:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn quantise_rounds_half_away_from_zero() {
+    for (v, q) in [
+        (0.5, 1.0),
+        (1.5, 2.0),
+        (2.5, 3.0),
+        (-2.5, -3.0),
+        (0.49999997, 1.0), // |v| + 0.5 rounds to 1 in f32: the documented definition
+        (0.4999999, 0.0),
+        (-0.4, -0.0),
+        (126.5, 127.0),
+        (127.4, 127.0),
+        (1e30, 127.0),
+        (f32::NEG_INFINITY, -127.0),
+        (f32::NAN, 0.0),
+    ] {
+        assert_eq!(quantise(v).to_bits(), f32::to_bits(q), "q({v})");
+    }
+}
+
+#[test]
+fn int8_exactness_limits_are_enforced() {
+    let (json, _, _) = random_net(1, &[257, 1], false, "none");
+    assert!(Mlp::from_json(&json, Precision::Int8).unwrap_err().contains("at most 256"));
+    assert!(Mlp::from_json(&json, Precision::Float32).is_ok());
+}
+
+/// The SSE2 lanes and the portable ones agree bit for bit.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn sse2_matches_portable() {
+    use rand::{Rng, SeedableRng};
+    use simd::portable::F4 as P4;
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+    let mut values = vec![
+        0.0f32,
+        -0.0,
+        0.5,
+        -0.5,
+        0.49999997,
+        1.5,
+        2.5,
+        -2.5,
+        126.5,
+        127.0,
+        127.5,
+        128.0,
+        -1e30,
+        1e-40,
+        -1e-40,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+    ];
+    values.extend((0..4000).map(|_| f32::from_bits(rng.random())));
+    values.extend((0..4000).map(|_| rng.random_range(-300.0..300.0f32)));
+    values.extend((0..1000).map(|i| (i as f32 - 500.0) * 0.25)); // halves and quarters
+    let bits = |a: [f32; 4]| a.map(f32::to_bits);
+    for w in values.chunks_exact(8) {
+        let (a, b): ([f32; 4], [f32; 4]) = (w[..4].try_into().unwrap(), w[4..].try_into().unwrap());
+        let (x, y, px, py) = (F4::load(&a), F4::load(&b), P4::load(&a), P4::load(&b));
+        let pairs = [
+            (x.add(y), px.add(py)),
+            (x.mul(y), px.mul(py)),
+            (x.relu(), px.relu()),
+            (x.quantise(), px.quantise()),
+            (x.relu_quantise(), px.relu_quantise()),
+            (F4::splat(w[0]), P4::splat(w[0])),
+            (F4::zero(), P4::zero()),
+        ];
+        for (k, (s, p)) in pairs.into_iter().enumerate() {
+            let (mut sa, mut pa) = ([0f32; 4], [0f32; 4]);
+            s.store(&mut sa);
+            p.store(&mut pa);
+            assert_eq!(bits(sa), bits(pa), "operation {k} on {a:?}, {b:?}");
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! The agent bridge: decision requests of agent flows, answered in batches by
+//! a policy outside the simulation or at once by a native policy.
+//!
+//! An agent flow's CC (`cc/agent.rs`) raises `decision_due` when it wants an
+//! action; the CC glue hands the request here ([`Simulation::request_decision`]).
+//! A native policy (an exported MLP) answers at once; with the stepping API
+//! in use the request joins the [`Batch`] that [`Simulation::agent_step`]
+//! returns and [`Simulation::agent_act`] answers; with neither (an external
+//! policy nobody steps) the rate is held. An action asked for at `t` takes
+//! effect at `t + policy_delay`, carried by its `ApplyAction` event; with no
+//! delay it is returned to the caller, which applies it at once (blocking
+//! semantics). The bridge reads an agent only through `AgentCc`'s
+//! observation, reward, apply and finish.
+//!
+//! `agent_step` runs events until the policy must answer: with no delay,
+//! until time moves past the first request (a batch holds simultaneous
+//! requests); with a delay, until the first request's action is due, so one
+//! batch gathers every request made meanwhile.
+
+use super::Simulation;
+use crate::cc::agent::AgentSpec;
+use crate::cc::{Cc, CcCtx};
+use crate::config::{CfgResult, ConfigError, Scenario};
+use crate::engine::Event;
+use crate::policy::{Mlp, Precision};
+use crate::units::Time;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Decision requests (and ends) of agent flows, in the order they arose.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    /// Flow (agent) ids.
+    pub flows: Vec<u32>,
+    /// Simulated time of each request.
+    pub times: Vec<Time>,
+    /// Observations, one row of `dim` values per entry.
+    pub obs: Vec<f32>,
+    /// Reward of each agent's previous action.
+    pub rewards: Vec<f32>,
+    /// The flow ended (its data is all delivered or it stopped): no action needed.
+    pub done: Vec<bool>,
+    /// The run ended with the flow still active: no action needed.
+    pub truncated: Vec<bool>,
+}
+
+impl Batch {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    fn push(&mut self, flow: u32, time: Time, obs: &[f32], reward: f32, done: bool, truncated: bool) {
+        self.flows.push(flow);
+        self.times.push(time);
+        self.obs.extend_from_slice(obs);
+        self.rewards.push(reward);
+        self.done.push(done);
+        self.truncated.push(truncated);
+    }
+
+    fn clear(&mut self) {
+        self.flows.clear();
+        self.times.clear();
+        self.obs.clear();
+        self.rewards.clear();
+        self.done.clear();
+        self.truncated.clear();
+    }
+}
+
+/// The simulator side of the agent bridge (see `crate::cc::agent`).
+pub(super) struct Bridge {
+    /// The checked `[agent]` table.
+    spec: Arc<AgentSpec>,
+    /// Observation length.
+    dim: usize,
+    /// The batch being collected or waiting for actions.
+    batch: Batch,
+    /// A batch is out and waits for `agent_act`.
+    awaiting: bool,
+    /// The stepping API is in use (otherwise external decisions keep the rate).
+    stepping: bool,
+    /// Truncation entries were emitted.
+    ended: bool,
+    /// Native policy and its scratch space.
+    native: Option<(Mlp, Vec<f32>)>,
+    /// Decisions requested so far.
+    decisions: u64,
+}
+
+impl Bridge {
+    /// The checked `[agent]` table (agent flows are built from it).
+    pub(super) fn spec(&self) -> &Arc<AgentSpec> {
+        &self.spec
+    }
+}
+
+impl Simulation {
+    /// A decision of agent flow `fid` is due (its CC raised `decision_due`):
+    /// answer it natively, hold the rate when nobody is stepping, or queue it
+    /// in the batch. Returns the action when it must take effect now (no
+    /// policy delay); the caller (`cc_glue.rs`) applies it.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn request_decision(&mut self, fid: u32) -> Option<f32> {
+        let now = self.now;
+        let bridge = self.bridge.as_mut()?;
+        let Cc::Agent(agent) = &mut self.flows[fid as usize].cc else { return None };
+        bridge.decisions += 1;
+        let action = if let Some((mlp, scratch)) = bridge.native.as_mut() {
+            let mut out = [0f32; 64];
+            let n = mlp.outputs().min(64);
+            mlp.forward(agent.observation(), &mut out[..n], scratch);
+            if n > 1 {
+                // Several outputs: a discrete policy's scores; take the best.
+                (0..n).max_by(|&i, &j| out[i].total_cmp(&out[j])).unwrap_or(0) as f32
+            } else {
+                out[0]
+            }
+        } else if bridge.stepping {
+            bridge.batch.push(fid, now, agent.observation(), agent.reward(), false, false);
+            return None;
+        } else {
+            // Nobody is stepping this simulation: hold the rate.
+            bridge.spec.neutral_action()
+        };
+        self.action_due(fid, now, action)
+    }
+
+    /// Routes `action`, answering the request flow `fid` made at `at`: returns
+    /// it when it takes effect now (no policy delay), otherwise schedules its
+    /// `ApplyAction` event `policy_delay` after the request.
+    fn action_due(&mut self, fid: u32, at: Time, action: f32) -> Option<f32> {
+        let delay = self.bridge.as_ref().map_or(0, |b| b.spec.policy_delay);
+        if delay == 0 {
+            return Some(action);
+        }
+        self.events.push(at + delay, Event::ApplyAction { flow: fid, action });
+        None
+    }
+
+    /// The `ApplyAction` event: a delayed action takes effect, unless its flow
+    /// has finished meanwhile.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn on_apply_action(&mut self, fid: u32, action: f32) {
+        let f = &self.flows[fid as usize];
+        if f.snd.finished.is_some() || !matches!(f.cc, Cc::Agent(_)) {
+            return;
+        }
+        self.apply_action(fid, action);
+    }
+
+    /// Reports the end of agent flow `fid` to the policy (done or truncated).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn agent_ended(&mut self, fid: u32, truncated: bool) {
+        let now = self.now;
+        let Some(bridge) = self.bridge.as_mut() else { return };
+        if !bridge.stepping || bridge.native.is_some() {
+            return;
+        }
+        let f = &mut self.flows[fid as usize];
+        let Cc::Agent(agent) = &mut f.cc else { return };
+        let reward = agent.finish(&CcCtx { now, flow: &mut f.ctl });
+        bridge.batch.push(fid, now, agent.observation(), reward, !truncated, truncated);
+    }
+
+    /// Runs until the policy must answer: returns a batch of decision
+    /// requests (see [`Simulation::batch`]) and whether the run is over.
+    ///
+    /// With `policy_delay` 0 a batch holds the requests made at one instant
+    /// (blocking semantics); with a positive delay the simulation keeps going
+    /// until the first request's action is due, so the batch gathers every
+    /// request made meanwhile.
+    pub fn agent_step(&mut self) -> Result<bool, String> {
+        let Some(bridge) = self.bridge.as_mut() else {
+            return Err("this scenario has no [agent] table".into());
+        };
+        if bridge.native.is_some() {
+            return Err("this scenario's agents use a native policy; run it with run_until".into());
+        }
+        if bridge.awaiting {
+            return Err("answer the last batch with agent_act() before stepping again".into());
+        }
+        bridge.stepping = true;
+        bridge.batch.clear();
+        let delay = bridge.spec.policy_delay;
+        loop {
+            let first = {
+                let b = &self.bridge.as_ref().expect("bridge").batch;
+                (0..b.len()).find(|&i| !b.done[i] && !b.truncated[i]).map(|i| b.times[i])
+            };
+            let Some(t) = self.events.peek_time().filter(|&t| t <= self.end) else { break };
+            if let Some(t0) = first {
+                if (delay == 0 && t > t0) || (delay > 0 && t >= t0 + delay) {
+                    let bridge = self.bridge.as_mut().expect("bridge");
+                    bridge.awaiting = true;
+                    return Ok(false);
+                }
+            }
+            let (time, ev) = self.events.pop().expect("peeked");
+            self.now = time;
+            self.event_count += 1;
+            self.dispatch(ev);
+        }
+        // Out of events before the end, or at the end: the run is over.
+        self.now = self.end;
+        if !self.bridge.as_ref().expect("bridge").ended {
+            self.bridge.as_mut().expect("bridge").ended = true;
+            for fid in 0..self.flows.len() as u32 {
+                let f = &self.flows[fid as usize];
+                if f.snd.started && f.snd.finished.is_none() && matches!(f.cc, Cc::Agent(_)) {
+                    self.agent_ended(fid, true);
+                }
+            }
+        }
+        let bridge = self.bridge.as_mut().expect("bridge");
+        bridge.awaiting = bridge.batch.done.iter().zip(&bridge.batch.truncated).any(|(d, t)| !d && !t);
+        Ok(true)
+    }
+
+    /// Length of an agent observation (0 without an `[agent]` table).
+    pub fn obs_dim(&self) -> usize {
+        self.bridge.as_ref().map_or(0, |b| b.dim)
+    }
+
+    /// Agent decisions requested so far.
+    pub fn agent_decisions(&self) -> u64 {
+        self.bridge.as_ref().map_or(0, |b| b.decisions)
+    }
+
+    /// The batch returned by the last [`Simulation::agent_step`].
+    pub fn batch(&self) -> Option<&Batch> {
+        self.bridge.as_ref().map(|b| &b.batch)
+    }
+
+    /// Answers the last batch: one action per entry (entries that are done or
+    /// truncated take none; their value is ignored).
+    pub fn agent_act(&mut self, actions: &[f32]) -> Result<(), String> {
+        let Some(bridge) = self.bridge.as_mut() else {
+            return Err("this scenario has no [agent] table".into());
+        };
+        let n = bridge.batch.len();
+        if actions.len() != n {
+            return Err(format!("expected {n} actions (one per batch entry), got {}", actions.len()));
+        }
+        if !bridge.awaiting {
+            return Ok(());
+        }
+        bridge.awaiting = false;
+        let batch = std::mem::take(&mut bridge.batch);
+        for (i, &a) in actions.iter().enumerate() {
+            if batch.done[i] || batch.truncated[i] {
+                continue;
+            }
+            if let Some(now) = self.action_due(batch.flows[i], batch.times[i], a) {
+                self.apply_action(batch.flows[i], now);
+            }
+        }
+        self.bridge.as_mut().expect("bridge").batch = batch;
+        Ok(())
+    }
+}
+
+/// Builds the agent bridge of a scenario, loading its native policy if any.
+pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<Bridge>> {
+    let Some(cfg) = &sc.agent else { return Ok(None) };
+    let spec = AgentSpec::from_config(cfg)?;
+    let dim = spec.obs_dim();
+    let native = if cfg.policy == "external" {
+        None
+    } else {
+        let precision = match cfg.precision.as_str() {
+            "float32" => Precision::Float32,
+            "int8" => Precision::Int8,
+            other => {
+                return Err(ConfigError::new("agent.precision", format!("\"{other}\""), "use \"float32\" or \"int8\""))
+            }
+        };
+        let path = base_dir.join(&cfg.policy);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            ConfigError::new("agent.policy", format!("\"{}\"", cfg.policy), format!("cannot read the policy file: {e}"))
+        })?;
+        let mlp = Mlp::from_json(&text, precision)
+            .map_err(|e| ConfigError::new("agent.policy", format!("\"{}\"", cfg.policy), e))?;
+        if mlp.inputs() != dim {
+            return Err(ConfigError::new(
+                "agent.policy",
+                format!("\"{}\"", cfg.policy),
+                format!("the policy takes {} inputs but [agent] observations have {dim}", mlp.inputs()),
+            ));
+        }
+        let scratch = vec![0.0; mlp.scratch_len()];
+        Some((mlp, scratch))
+    };
+    Ok(Some(Bridge {
+        spec: Arc::new(spec),
+        dim,
+        batch: Batch::default(),
+        awaiting: false,
+        stepping: false,
+        ended: false,
+        native,
+        decisions: 0,
+    }))
+}

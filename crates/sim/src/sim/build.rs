@@ -1,0 +1,435 @@
+//! Building a simulation from a scenario: checks, ports, switch memory, flows.
+//!
+//! The scenario has been parsed strictly (`config.rs`); [`validate`] rejects
+//! values that parse but make no sense, with a [`ConfigError`] naming the
+//! field, and the topology and workload builders check their own tables.
+//! Then the network is built once: ports with their queues, schedulers and
+//! ECN ramps, one memory manager per switch (PFC headroom computed from the
+//! link when not given), one NIC per host, and the flows, each with its CC
+//! (built by [`Cc::from_config`], the `agent` algorithm from the scenario's
+//! `[agent]` table), its ECMP path both ways, base RTT, BDP and ideal
+//! completion time. Everything random is drawn here in workload order, from
+//! the run's one generator, before the first event.
+
+use super::app::AppAction;
+use super::bridge::build_bridge;
+use super::metrics::{Conservation, Series};
+use super::Simulation;
+use crate::cc::{Cc, CcBuild, CongestionControl, FlowCtl, Transport};
+use crate::config::{parse_scenario, CfgResult, ConfigError, Scenario};
+use crate::engine::{Event, EventQueue};
+use crate::flow::{Flow, FlowPath, FlowStats, MonitorInterval, Receiver, Sender, TcpRecovery};
+use crate::host::{Host, SchedState};
+use crate::net::port::{Port, PortStats, Queue, Red, SchedKind};
+use crate::net::switch::Mmu;
+use crate::packet::PacketPool;
+use crate::topology::{flow_hash, reverse_hash, NodeKind, Topology};
+use crate::units::{fmt_time, ser_time, Time, SEC, US};
+use crate::workload::{FlowSpec, WorkloadBuilder, UNLIMITED};
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::path::Path;
+
+impl Simulation {
+    /// Parses, checks and builds a scenario given as JSON; relative file paths
+    /// in it are resolved against `base_dir`.
+    pub fn from_json(json: &str, base_dir: &Path) -> CfgResult<Simulation> {
+        let scenario = parse_scenario(json)?;
+        Simulation::new(scenario, base_dir)
+    }
+
+    /// Builds a checked scenario.
+    pub fn new(sc: Scenario, base_dir: &Path) -> CfgResult<Simulation> {
+        validate(&sc)?;
+        let topo = Topology::build(&sc.topology)?;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(sc.seed);
+        let end = sc.duration.0;
+        let specs =
+            WorkloadBuilder::new(&topo, end, &sc.cc, base_dir, sc.switch.queues).build(&sc.workload, &mut rng)?;
+        let window = match sc.metrics.window {
+            Some([a, b]) => (a.0, b.0),
+            None => (0, end),
+        };
+        let sw = &sc.switch;
+        let queues = sw.queues as usize;
+        let sched = match sw.scheduler.as_str() {
+            "strict" => SchedKind::Strict,
+            "rr" => SchedKind::RoundRobin,
+            "wrr" => SchedKind::Wrr,
+            "drr" => SchedKind::Drr,
+            _ => unreachable!("checked by validate"),
+        };
+        let ecn_red = sw.ecn.enabled.then_some(Red { kmin: sw.ecn.kmin.0, kmax: sw.ecn.kmax.0, pmax: sw.ecn.pmax });
+        let mut port_local = vec![0u16; topo.ports.len()];
+        for n in &topo.nodes {
+            for (i, &p) in n.ports.iter().enumerate() {
+                port_local[p as usize] = i as u16;
+            }
+        }
+        let ports: Vec<Port> = topo
+            .ports
+            .iter()
+            .map(|ps| {
+                let is_host = matches!(topo.nodes[ps.node as usize].kind, NodeKind::Host(_));
+                let nq = if is_host { 1 } else { queues };
+                let qs = (0..nq)
+                    .map(|q| Queue {
+                        red: if q > 0 { ecn_red } else { None },
+                        weight: if q > 0 { sw.weights.get(q - 1).copied().unwrap_or(1) } else { 1 },
+                        ..Queue::default()
+                    })
+                    .collect();
+                Port {
+                    node: ps.node,
+                    peer: ps.peer,
+                    rate_bps: ps.rate_bps,
+                    ps_per_byte: if (8 * SEC).is_multiple_of(ps.rate_bps) { 8 * SEC / ps.rate_bps } else { 0 },
+                    delay: ps.delay + if is_host { 0 } else { sw.latency.0 },
+                    is_host,
+                    queues: qs,
+                    queued: 0,
+                    sched,
+                    sched_cur: 1,
+                    sched_fresh: true,
+                    quantum: sw.quantum.0,
+                    ecn_at_dequeue: sw.ecn.at == "dequeue",
+                    busy_until: 0,
+                    tx_pending: false,
+                    paused: 0,
+                    paused_since: 0,
+                    pfc_out: Default::default(),
+                    wire: Default::default(),
+                    tx_bytes: 0,
+                    stats: PortStats::default(),
+                }
+            })
+            .collect();
+        let mtu_wire = (sc.packets.payload + sc.packets.header) as u64;
+        let mmus = topo
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Switch(_)))
+            .map(|n| {
+                let headroom = n
+                    .ports
+                    .iter()
+                    .map(|&p| {
+                        if sw.pfc.headroom.0 > 0 {
+                            sw.pfc.headroom.0
+                        } else {
+                            // Everything that can still arrive after XOFF: a cable round
+                            // trip, a packet in flight each way and 1 us of response time.
+                            let ps = &topo.ports[p as usize];
+                            let back = topo.ports[ps.peer as usize].delay;
+                            let bytes_per_ps = ps.rate_bps as f64 / 8.0 / SEC as f64;
+                            (bytes_per_ps * (ps.delay + back + US) as f64) as u64 + 2 * mtu_wire
+                        }
+                    })
+                    .collect();
+                Mmu::new(
+                    sw.buffer.0,
+                    sw.queue_cap.0,
+                    sw.dt_alpha,
+                    sw.pfc.enabled,
+                    sw.pfc.alpha,
+                    sw.pfc.reserve.0,
+                    sw.pfc.resume_offset.0,
+                    queues,
+                    headroom,
+                )
+            })
+            .collect();
+        let hosts = (0..topo.n_hosts)
+            .map(|h| Host { port: topo.host_port(h), wake_at: Time::MAX, ..Host::default() })
+            .collect();
+        let mut sim = Simulation {
+            max_outstanding: if sc.host.max_outstanding.0 == 0 { u64::MAX } else { sc.host.max_outstanding.0 },
+            burst: sc.host.burst.0.max(1),
+            sample_interval: sc.metrics.sample_interval.0,
+            ecn_red,
+            bridge: None,
+            topo,
+            ports,
+            hosts,
+            mmus,
+            port_local,
+            flows: Vec::with_capacity(specs.len()),
+            pool: PacketPool::default(),
+            events: EventQueue::default(),
+            rng,
+            tx_jitter: sc.host.tx_jitter,
+            now: 0,
+            end,
+            window,
+            in_window: false,
+            app: Vec::new(),
+            app_next: 0,
+            event_count: 0,
+            packet_hops: 0,
+            cons: Conservation::default(),
+            series: Series::default(),
+            scenario: sc,
+        };
+        sim.bridge = build_bridge(&sim.scenario, base_dir)?;
+        sim.create_flows(specs)?;
+        sim.schedule_initial();
+        Ok(sim)
+    }
+
+    /// Creates the flows the workloads generated: their CC, path, base RTT
+    /// and ideal completion time, and their entries in the application schedule.
+    fn create_flows(&mut self, specs: Vec<FlowSpec>) -> CfgResult<()> {
+        let pk = &self.scenario.packets;
+        let (payload, header, ack) = (pk.payload as u64, pk.header as u64, pk.ack as u64);
+        let min_frac = self.scenario.host.min_rate_fraction;
+        // The `agent` algorithm is configured by the scenario's `[agent]` table.
+        let build = CcBuild { agent: self.bridge.as_ref().map(|b| b.spec()) };
+        // Flows that share a CC configuration share its parsed form.
+        let mut cc_cache: Vec<(&crate::config::CcConfig, Cc)> = Vec::new();
+        let mut built: Vec<Cc> = Vec::with_capacity(specs.len());
+        for s in &specs {
+            let cc = match cc_cache.iter().find(|(c, _)| **c == s.cc) {
+                Some((_, cc)) => cc.clone(),
+                None => {
+                    let cc = Cc::from_config(&s.cc, &s.cc_field, &build)?;
+                    cc_cache.push((&s.cc, cc.clone()));
+                    cc
+                }
+            };
+            built.push(cc);
+        }
+        for (id, (s, cc)) in specs.iter().zip(built).enumerate() {
+            let hash = flow_hash(id as u32, s.src, s.dst);
+            let fwd = self.topo.path(s.src, s.dst, hash);
+            let rev = self.topo.path(s.dst, s.src, reverse_hash(hash));
+            let line = self.ports[self.hosts[s.src as usize].port as usize].rate_bps as f64;
+            let full = payload + header;
+            let prop: Time = fwd.iter().chain(rev.iter()).map(|&p| self.ports[p as usize].delay).sum();
+            let ser_fwd: Time = fwd.iter().map(|&p| ser_time(full, self.ports[p as usize].rate_bps)).sum();
+            let ser_rev: Time = rev.iter().map(|&p| ser_time(ack, self.ports[p as usize].rate_bps)).sum();
+            let base_rtt = prop + ser_fwd + ser_rev;
+            let min_rate = fwd.iter().map(|&p| self.ports[p as usize].rate_bps).min().unwrap_or(1);
+            let ideal_fct = if s.size == UNLIMITED {
+                0
+            } else {
+                let pkts = s.size.div_ceil(payload);
+                let wire = s.size + pkts * header;
+                let first = s.size.min(payload) + header;
+                let first_trip: Time = fwd
+                    .iter()
+                    .map(|&p| ser_time(first, self.ports[p as usize].rate_bps) + self.ports[p as usize].delay)
+                    .sum();
+                let back: Time = rev
+                    .iter()
+                    .map(|&p| ser_time(ack, self.ports[p as usize].rate_bps) + self.ports[p as usize].delay)
+                    .sum();
+                first_trip + ser_time(wire - first, min_rate) + back
+            };
+            let first_msg =
+                if s.messages.is_empty() { s.size } else { s.size - s.messages.iter().map(|m| m.1).sum::<u64>() };
+            let mut messages = Vec::new();
+            if s.stream {
+                let mut end = first_msg;
+                messages.push((s.start, end, None));
+                for &(t, b) in &s.messages {
+                    end += b;
+                    messages.push((t, end, None));
+                }
+            }
+            let switches = fwd.len().saturating_sub(1) as u32;
+            let transport = match self.scenario.host.loss_recovery.as_str() {
+                "go_back_n" => Transport::GoBackN,
+                "tcp" => Transport::Tcp,
+                _ => cc.transport(),
+            };
+            let rto = match transport {
+                // Until RTT samples exist, never time out before a round trip is possible.
+                Transport::Tcp => self.scenario.host.rto.0.max(2 * base_rtt),
+                Transport::GoBackN => self.scenario.host.rto.0,
+            };
+            self.flows.push(Flow {
+                snd: Sender {
+                    next_avail: 0.0,
+                    sched: SchedState::Idle,
+                    sched_gen: 0,
+                    last_pkt_bytes: full as u32,
+                    timer_gen: 0,
+                    started: false,
+                    finished: None,
+                    retx: None,
+                    max_sent: 0,
+                    last_progress: 0,
+                    rto,
+                    timer_at: None,
+                    messages,
+                    msg_next: 0,
+                },
+                ctl: FlowCtl {
+                    rate: line,
+                    window: u64::MAX,
+                    line_rate: line,
+                    min_rate: (line * min_frac).max(1.0),
+                    base_rtt,
+                    bdp: (line / 8.0 * base_rtt as f64 / SEC as f64) as u64,
+                    mtu: payload as u32,
+                    hops: switches,
+                    snd_nxt: 0,
+                    snd_una: 0,
+                    size: s.size,
+                    app_limit: 0,
+                    timer: None,
+                    probe_requested: false,
+                    want_int: false,
+                    decision_due: false,
+                },
+                path: FlowPath {
+                    src: s.src,
+                    dst: s.dst,
+                    class: s.class,
+                    hash,
+                    start: s.start,
+                    stop: s.stop,
+                    transport,
+                },
+                mi: MonitorInterval::default(),
+                stats: FlowStats { ideal_fct, ..FlowStats::default() },
+                tcp: TcpRecovery::default(),
+                rcv: Receiver::default(),
+                cc,
+            });
+            let id = id as u32;
+            self.app.push((s.start, id, AppAction::Start));
+            for &(t, b) in &s.messages {
+                self.app.push((t, id, AppAction::Message(b)));
+            }
+            if let Some(t) = s.stop {
+                self.app.push((t.max(s.start), id, AppAction::Stop));
+            }
+        }
+        // Stable sort keeps generation order among equal times: deterministic.
+        self.app.sort_by_key(|a| a.0);
+        Ok(())
+    }
+
+    /// Pushes the first events of the run (their order fixes the order of
+    /// same-time events, so it is part of the results).
+    fn schedule_initial(&mut self) {
+        if let Some(&(t, _, _)) = self.app.first() {
+            self.events.push(t, Event::AppData);
+        }
+        self.start_metrics();
+        if self.scenario.host.rto.0 > 0 {
+            let period = self.rto_sweep_period();
+            self.events.push(period, Event::RtoSweep { host: 0 });
+        }
+    }
+}
+
+/// Checks values that parse but make no sense.
+fn validate(sc: &Scenario) -> CfgResult<()> {
+    let e = |f: &str, v: &dyn std::fmt::Display, m: &str| Err(ConfigError::new(f, v, m));
+    if sc.duration.0 == 0 {
+        return e("duration", &"0", "must be positive");
+    }
+    let pk = &sc.packets;
+    if pk.payload == 0 || pk.payload > 65_536 {
+        return e("packets.payload", &pk.payload, "must be from 1 to 65536 bytes");
+    }
+    for (name, v) in [("ack", pk.ack), ("nack", pk.nack), ("cnp", pk.cnp), ("probe", pk.probe), ("pfc", pk.pfc)] {
+        if v == 0 || v > 65_536 {
+            return e(&format!("packets.{name}"), &v, "must be from 1 to 65536 bytes");
+        }
+    }
+    let sw = &sc.switch;
+    if sw.queues < 2 || sw.queues > 8 {
+        return e("switch.queues", &sw.queues, "must be from 2 to 8 (queue 0 is the control queue)");
+    }
+    if !["strict", "rr", "wrr", "drr"].contains(&sw.scheduler.as_str()) {
+        return e("switch.scheduler", &format!("\"{}\"", sw.scheduler), "use strict, rr, wrr or drr");
+    }
+    if !sw.weights.is_empty() && sw.weights.len() != sw.queues as usize - 1 {
+        return e(
+            "switch.weights",
+            &format!("{:?}", sw.weights),
+            &format!("needs one weight per data queue ({} for switch.queues = {})", sw.queues - 1, sw.queues),
+        );
+    }
+    if sw.weights.contains(&0) {
+        return e("switch.weights", &format!("{:?}", sw.weights), "weights must be positive");
+    }
+    if sw.scheduler == "drr" && (sw.quantum.0 as u32) < pk.payload + pk.header {
+        return e("switch.quantum", &sw.quantum.0, "a DRR quantum must be at least one full packet");
+    }
+    if sw.buffer.0 == 0 {
+        let what = if sw.pfc.enabled { "a lossless (PFC) switch needs a buffer" } else { "must be positive" };
+        return e("switch.buffer", &"0", what);
+    }
+    if sw.queue_cap.0 == 0 {
+        return e("switch.queue_cap", &"0", "must be positive");
+    }
+    if !(0.0..=1024.0).contains(&sw.dt_alpha) || !sw.dt_alpha.is_finite() {
+        return e("switch.dt_alpha", &sw.dt_alpha, "must be from 0 (off) to 1024");
+    }
+    let ecn = &sw.ecn;
+    if ecn.kmin.0 > ecn.kmax.0 {
+        return e("switch.ecn.kmin", &ecn.kmin.0, &format!("must not exceed kmax ({} bytes)", ecn.kmax.0));
+    }
+    if !(0.0..=1.0).contains(&ecn.pmax) {
+        return e("switch.ecn.pmax", &ecn.pmax, "must be a probability in [0, 1]");
+    }
+    if ecn.at != "enqueue" && ecn.at != "dequeue" {
+        return e("switch.ecn.at", &format!("\"{}\"", ecn.at), "use \"enqueue\" or \"dequeue\"");
+    }
+    let pfc = &sw.pfc;
+    if pfc.enabled {
+        if !(pfc.alpha > 0.0 && pfc.alpha <= 64.0) {
+            return e("switch.pfc.alpha", &pfc.alpha, "must be in (0, 64]");
+        }
+        let mtu = (pk.payload + pk.header) as u64;
+        if sw.buffer.0 < 16 * mtu {
+            return e("switch.buffer", &sw.buffer.0, "a lossless (PFC) switch needs room for at least 16 full packets");
+        }
+    }
+    let h = &sc.host;
+    if !["auto", "go_back_n", "tcp"].contains(&h.loss_recovery.as_str()) {
+        return e("host.loss_recovery", &format!("\"{}\"", h.loss_recovery), "use \"auto\", \"go_back_n\" or \"tcp\"");
+    }
+    if h.ack_every == 0 {
+        return e("host.ack_every", &0, "must be at least 1");
+    }
+    if !(h.min_rate_fraction > 0.0 && h.min_rate_fraction <= 1.0) {
+        return e("host.min_rate_fraction", &h.min_rate_fraction, "must be in (0, 1]");
+    }
+    if !(0.0..=1.0).contains(&h.tx_jitter) {
+        return e("host.tx_jitter", &h.tx_jitter, "must be in [0, 1] (a fraction of a packet's serialization time)");
+    }
+    let m = &sc.metrics;
+    if let Some([a, b]) = m.window {
+        if a.0 >= b.0 {
+            return e("metrics.window", &format!("[{}, {}]", fmt_time(a.0), fmt_time(b.0)), "start must be before end");
+        }
+        if b.0 > sc.duration.0 {
+            return e(
+                "metrics.window",
+                &format!("[{}, {}]", fmt_time(a.0), fmt_time(b.0)),
+                &format!("ends after the end of the run (duration = {})", fmt_time(sc.duration.0)),
+            );
+        }
+    }
+    if m.sample_interval.0 == 0 {
+        return e("metrics.sample_interval", &"0", "must be positive");
+    }
+    if sc.duration.0 / m.sample_interval.0 > 2_000_000 {
+        return e(
+            "metrics.sample_interval",
+            &m.sample_interval.0,
+            "gives more than 2 million samples; use a longer interval",
+        );
+    }
+    match &m.flow_series {
+        serde_json::Value::Bool(_) => {}
+        serde_json::Value::String(s) if s == "auto" => {}
+        v => return e("metrics.flow_series", v, "use true, false or \"auto\""),
+    }
+    Ok(())
+}

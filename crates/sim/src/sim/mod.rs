@@ -1,0 +1,201 @@
+//! The simulation: builds the network from a scenario and runs its events.
+//!
+//! `Simulation` is one struct whose behaviour is split by network concept,
+//! one `impl Simulation` block per file (as smoltcp splits a socket by
+//! protocol). This file holds the state, the run loop and the event dispatch;
+//! each event goes to one entry point of one module:
+//!
+//! | file | concept | events it handles |
+//! |---|---|---|
+//! | `build.rs` | checking the scenario, building ports, switch memory and flows | |
+//! | `link.rs` | serialisation, wires, PFC pause and resume | `TxDone`, `Arrive` |
+//! | `switch.rs` | the switch datapath: ECMP, admission, ECN, queues, INT | |
+//! | `nic.rs` | the NIC transmit scheduler and the packets it builds | `NicWake` |
+//! | `receiver.rs` | a host's arrivals; ACK, NACK, CNP and probe replies | |
+//! | `transport.rs` | loss recovery: go-back-N, TCP NewReno, the timeout sweep | `RtoSweep` |
+//! | `cc_glue.rs` | running a CC callback and applying what it changed | `CcTimer` |
+//! | `bridge.rs` | agent decisions: batches, delayed actions, native policies | `ApplyAction` |
+//! | `app.rs` | the application: flow starts, messages, stops | `AppData` |
+//! | `metrics.rs` | samples, the collection window | `Sample`, `WindowStart`, `WindowEnd` |
+//! | `control.rs` | run-time control of switches, port names | |
+//!
+//! A packet's life: a host NIC picks a flow and builds a data packet
+//! (`nic::host_try_send`), the port serialises it onto the wire
+//! (`link::transmit`), it arrives at the peer (`link::on_arrive`), a switch
+//! routes, admits, marks and queues it (`switch::switch_receive`) and later
+//! dequeues it (`switch::switch_try_send`, back to `link::transmit`), and the
+//! destination host consumes it (`receiver::host_receive`), answering with
+//! ACK/NACK/CNP/probe replies that travel back the same way to the sender's
+//! transport (`transport::on_ack`) and CC (`cc_glue`).
+
+mod app;
+mod bridge;
+mod build;
+mod cc_glue;
+mod control;
+mod link;
+mod metrics;
+mod nic;
+mod receiver;
+mod switch;
+mod transport;
+
+pub use bridge::Batch;
+use bridge::Bridge;
+pub use metrics::{Conservation, Series};
+
+use crate::config::Scenario;
+use crate::engine::{Event, EventQueue};
+use crate::flow::Flow;
+use crate::host::Host;
+use crate::net::port::{Port, Red};
+use crate::net::switch::Mmu;
+use crate::packet::PacketPool;
+use crate::topology::Topology;
+use crate::units::Time;
+use app::AppAction;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// A running simulation.
+///
+/// Its state is private: the outside reads it through the accessors below,
+/// changes it through the run-time control methods (`control.rs`) and the
+/// agent bridge (`bridge.rs`), and advances it with [`Simulation::run_until`]
+/// or [`Simulation::agent_step`].
+pub struct Simulation {
+    /// The scenario it runs.
+    scenario: Scenario,
+    /// The network graph.
+    topo: Topology,
+    /// All ports.
+    ports: Vec<Port>,
+    /// Host NICs.
+    hosts: Vec<Host>,
+    /// Switch buffers, indexed by switch.
+    mmus: Vec<Mmu>,
+    /// Local index of each port within its node.
+    port_local: Vec<u16>,
+    /// All flows.
+    flows: Vec<Flow>,
+    /// Packet pool.
+    pool: PacketPool,
+    events: EventQueue,
+    rng: Xoshiro256PlusPlus,
+    /// `host.tx_jitter` (read on every host transmission).
+    tx_jitter: f64,
+    now: Time,
+    end: Time,
+    window: (Time, Time),
+    in_window: bool,
+    app: Vec<(Time, u32, AppAction)>,
+    app_next: usize,
+    /// Events processed.
+    event_count: u64,
+    /// Packet transmissions over links.
+    packet_hops: u64,
+    /// Conservation counters.
+    cons: Conservation,
+    /// Sampled time series.
+    series: Series,
+    sample_interval: Time,
+    max_outstanding: u64,
+    burst: u64,
+    ecn_red: Option<Red>,
+    /// The agent bridge, when the scenario has an `[agent]` table.
+    bridge: Option<Bridge>,
+}
+
+impl Simulation {
+    /// Current simulated time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// End of the run.
+    pub fn end(&self) -> Time {
+        self.end
+    }
+
+    /// The scenario being run (checked, with defaults filled in).
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// The network graph: nodes, ports and routes.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// All ports, indexed by global port id.
+    pub fn ports(&self) -> &[Port] {
+        &self.ports
+    }
+
+    /// Host NICs, indexed by host.
+    pub fn hosts(&self) -> &[Host] {
+        &self.hosts
+    }
+
+    /// All flows, indexed by flow id.
+    pub fn flows(&self) -> &[Flow] {
+        &self.flows
+    }
+
+    /// Events processed so far.
+    pub fn event_count(&self) -> u64 {
+        self.event_count
+    }
+
+    /// Packet transmissions over links so far.
+    pub fn packet_hops(&self) -> u64 {
+        self.packet_hops
+    }
+
+    /// Network-wide data byte accounting (sent, delivered, dropped).
+    pub fn conservation(&self) -> &Conservation {
+        &self.cons
+    }
+
+    /// The sampled time series.
+    pub fn series(&self) -> &Series {
+        &self.series
+    }
+
+    /// Pending events (for diagnostics).
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Runs every event up to and including time `t` (capped at the end of the
+    /// run); returns true when the run is over.
+    pub fn run_until(&mut self, t: Time) -> bool {
+        let t = t.min(self.end);
+        while let Some(et) = self.events.peek_time() {
+            if et > t {
+                break;
+            }
+            let (time, ev) = self.events.pop().expect("peeked");
+            self.now = time;
+            self.event_count += 1;
+            self.dispatch(ev);
+        }
+        self.now = self.now.max(t);
+        self.now >= self.end
+    }
+
+    /// Runs one event: each kind goes to the entry point of its module.
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::TxDone { port } => self.on_tx_done(port),
+            Event::Arrive { port } => self.on_arrive(port),
+            Event::NicWake { host } => self.on_nic_wake(host),
+            Event::AppData => self.on_app_data(),
+            Event::RtoSweep { .. } => self.rto_sweep(),
+            Event::CcTimer { flow, generation } => self.on_cc_timer(flow, generation),
+            Event::ApplyAction { flow, action } => self.on_apply_action(flow, action),
+            Event::Sample => self.take_sample(),
+            Event::WindowStart => self.window_start(),
+            Event::WindowEnd => self.window_end(),
+        }
+    }
+}

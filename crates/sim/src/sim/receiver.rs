@@ -1,0 +1,154 @@
+//! The receiver: what a host does with the packets that arrive at it.
+//!
+//! [`Simulation::host_receive`] is a host's demultiplexer. The receiver half
+//! of a flow handles what the sender sent: data (ACK, NACK, CNP, probe reply)
+//! and stand-alone RTT probes (a probe reply). Feedback for the host's own
+//! sending flows goes to their sender half: ACKs and NACKs to the transport
+//! (`transport.rs`), CNPs and probe replies to the CC (`cc_glue.rs`); PFC
+//! frames to the link (`link.rs`).
+//!
+//! The receiver acknowledges cumulatively, one ACK per `host.ack_every`
+//! in-order packets and always at the end of a flow or message, for a packet
+//! that fills a hole or carries a probe. An ACK echoes the data packet's send
+//! time, CE mark, hop count and INT records. Out of order, a go-back-N
+//! receiver drops the packet and sends a NACK (at most one per
+//! `host.nack_interval` for the same expected byte); a TCP receiver keeps the
+//! range and answers with a duplicate ACK. A CE mark makes a go-back-N
+//! receiver send a CNP, at most one per flow per `host.cnp_interval` (the
+//! DCQCN notification point). Replies go out through the NIC's control queue
+//! (`send_control`), ahead of data.
+
+use super::Simulation;
+use crate::cc::Transport;
+use crate::packet::{PacketKind, PktId};
+
+impl Simulation {
+    /// Packet `pid` arrived at host `h` through its NIC port `in_port`.
+    pub(super) fn host_receive(&mut self, h: u32, in_port: u32, pid: PktId) {
+        let kind = self.pool.get(pid).kind;
+        match kind {
+            PacketKind::Pfc => self.apply_pfc(in_port, pid),
+            PacketKind::Data => {
+                let size = self.pool.get(pid).size as u64;
+                self.cons.delivered_bytes += size;
+                self.receive_data(h, pid);
+            }
+            PacketKind::Probe => self.answer_probe(h, pid),
+            PacketKind::Ack => self.on_ack(pid),
+            PacketKind::Nack => self.on_nack(pid),
+            PacketKind::Cnp => self.on_cnp(pid),
+            PacketKind::ProbeReply => self.on_probe_reply(pid),
+        }
+    }
+
+    /// A stand-alone RTT probe reached host `h`: answer with a probe reply
+    /// that echoes its send time.
+    fn answer_probe(&mut self, h: u32, pid: PktId) {
+        let (fid, src, ts) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.src, p.ts_tx)
+        };
+        self.pool.free(pid);
+        let size = self.scenario.packets.probe;
+        let r = self.control_packet(fid, PacketKind::ProbeReply, h, src, size, 0);
+        self.pool.get_mut(r).ts_tx = ts;
+        self.send_control(h, r);
+    }
+
+    /// A data packet of its flow reached the receiving host `h`.
+    fn receive_data(&mut self, h: u32, pid: PktId) {
+        let (fid, seq, payload, ce, probe, ts, hops, n_int) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.seq, p.payload as u64, p.ce, p.probe, p.ts_tx, p.hops, p.n_int)
+        };
+        let pk = self.scenario.packets.clone();
+        let host_cfg = &self.scenario.host;
+        let (ack_every, cnp_interval, nack_interval) =
+            (host_cfg.ack_every.max(1), host_cfg.cnp_interval.0, host_cfg.nack_interval.0);
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        let src = f.path.src;
+        let tcp = f.path.transport == Transport::Tcp;
+        let mut send_ack = false;
+        let mut send_nack = None;
+        if seq == f.rcv.rcv_nxt {
+            f.rcv.rcv_nxt += payload;
+            f.rcv.unacked_pkts += 1;
+            let mut filled = false;
+            while let Some(&(a, b)) = f.rcv.ooo.first() {
+                if a > f.rcv.rcv_nxt {
+                    break;
+                }
+                f.rcv.rcv_nxt = f.rcv.rcv_nxt.max(b);
+                f.rcv.ooo.remove(0);
+                filled = true;
+            }
+            // The receiving application knows where its messages end.
+            let msg_end = f.snd.messages.iter().any(|m| m.1 == f.rcv.rcv_nxt);
+            send_ack = f.rcv.unacked_pkts >= ack_every || f.rcv.rcv_nxt == f.ctl.size || msg_end || probe || filled;
+        } else if seq > f.rcv.rcv_nxt && tcp {
+            // Keep the segment and answer with a duplicate ACK at once.
+            insert_range(&mut f.rcv.ooo, seq, seq + payload);
+            send_ack = true;
+        } else if seq > f.rcv.rcv_nxt {
+            let expected = f.rcv.rcv_nxt;
+            let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
+            if !recent {
+                f.rcv.last_nack = Some((now, expected));
+                send_nack = Some(expected);
+            }
+        } else {
+            // A duplicate after go-back-N: re-acknowledge so the sender catches up.
+            send_ack = true;
+        }
+        let send_cnp = ce && !tcp && cnp_interval > 0 && f.rcv.last_cnp.is_none_or(|t| now >= t + cnp_interval);
+        if send_cnp {
+            f.rcv.last_cnp = Some(now);
+        }
+        let rcv_nxt = f.rcv.rcv_nxt;
+        if send_ack {
+            f.rcv.unacked_pkts = 0;
+            let a = self.control_packet(fid, PacketKind::Ack, h, src, pk.ack, rcv_nxt);
+            let p = self.pool.get_mut(a);
+            p.ecn_echo = ce;
+            p.ts_tx = ts;
+            p.hops = hops;
+            p.probe = probe;
+            if n_int > 0 {
+                self.pool.move_int(pid, a);
+            }
+            self.send_control(h, a);
+        }
+        if let Some(expected) = send_nack {
+            let n = self.control_packet(fid, PacketKind::Nack, h, src, pk.nack, expected);
+            // The NACK echoes the timestamp of the packet that revealed the gap,
+            // as an ACK would (an RTT sample through the same queues).
+            self.pool.get_mut(n).ts_tx = ts;
+            self.send_control(h, n);
+        }
+        if send_cnp {
+            let c = self.control_packet(fid, PacketKind::Cnp, h, src, pk.cnp, 0);
+            self.send_control(h, c);
+        }
+        if probe {
+            let r = self.control_packet(fid, PacketKind::ProbeReply, h, src, pk.probe, 0);
+            self.pool.get_mut(r).ts_tx = ts;
+            self.send_control(h, r);
+        }
+        self.pool.free(pid);
+    }
+}
+
+/// Adds [a, b) to a sorted list of disjoint ranges, merging neighbours.
+fn insert_range(ranges: &mut Vec<(u64, u64)>, a: u64, b: u64) {
+    let i = ranges.partition_point(|r| r.1 < a);
+    let mut lo = a;
+    let mut hi = b;
+    let mut j = i;
+    while j < ranges.len() && ranges[j].0 <= hi {
+        lo = lo.min(ranges[j].0);
+        hi = hi.max(ranges[j].1);
+        j += 1;
+    }
+    ranges.splice(i..j, [(lo, hi)]);
+}

@@ -1,0 +1,184 @@
+//! Transports: the sender half of loss recovery.
+//!
+//! Two transports share one sequence space per flow (`snd_una`, `snd_nxt`
+//! in [`FlowCtl`](crate::cc::FlowCtl)) and differ in how they learn of a loss
+//! and what they resend:
+//!
+//! * go-back-N (RDMA): a NACK names the expected byte and the sender goes back
+//!   to it; the timeout is fixed (`host.rto`);
+//! * TCP (NewReno, RFC 6582): three duplicate ACKs retransmit the first
+//!   unacknowledged segment and start fast recovery, where a partial ACK
+//!   retransmits the next hole; the timeout is RFC 6298's `srtt + 4 rttvar`,
+//!   at least `host.rto_min`, doubled on every timeout. No SACK.
+//!
+//! The receiver half is in `receiver.rs`. ACK and NACK handling here move the
+//! sequence state first and then run the CC's callbacks (`cc_glue.rs`), so an
+//! algorithm sees the flow as the transport left it.
+//!
+//! Timeouts are not timers: one `RtoSweep` event runs every quarter of the
+//! shortest timeout and checks every flow. A per-flow timer would need a heap
+//! push per ACK (or thousands of stale entries) and one pending event per flow;
+//! the sweep costs a few nanoseconds per flow per period, and a timeout fires
+//! between 1 and 1.25 timeouts after the last progress.
+
+use super::Simulation;
+use crate::cc::{AckEvent, CcCtx, CongestionControl, Transport};
+use crate::engine::Event;
+use crate::packet::PktId;
+use crate::units::{Time, SEC, US};
+
+impl Simulation {
+    /// An ACK reached the sender of its flow.
+    pub(super) fn on_ack(&mut self, pid: PktId) {
+        let now = self.now;
+        let (fid, seq, ecn, ts, hops) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops)
+        };
+        let rto_min = self.scenario.host.rto_min.0;
+        let f = &mut self.flows[fid as usize];
+        let rtt = now - ts;
+        f.stats.min_rtt = Some(f.stats.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        let newly = seq.saturating_sub(f.ctl.snd_una);
+        let tcp = f.path.transport == Transport::Tcp;
+        let mut recovery_ended = false;
+        let mut fast_retransmit = false;
+        if newly > 0 {
+            f.ctl.snd_una = seq;
+            f.snd.last_progress = now;
+            if f.ctl.snd_nxt < seq {
+                f.ctl.snd_nxt = seq;
+            }
+        }
+        if tcp {
+            // RFC 6298 estimator; the ACK echoes the send time of the very
+            // packet it answers, so retransmissions give valid samples too.
+            let r = rtt as f64;
+            let (srtt, var) = match f.tcp.srtt {
+                None => (r, r / 2.0),
+                Some((s, v)) => (0.875 * s + 0.125 * r, 0.75 * v + 0.25 * (s - r).abs()),
+            };
+            f.tcp.srtt = Some((srtt, var));
+            if newly > 0 {
+                f.snd.rto = ((srtt + 4.0 * var) as Time).max(rto_min);
+                f.tcp.dup_acks = 0;
+                if let Some(rec) = f.tcp.recover {
+                    if seq >= rec {
+                        f.tcp.recover = None;
+                        recovery_ended = true;
+                    } else {
+                        // NewReno partial ACK: the next hole is lost too.
+                        f.snd.retx = Some(seq);
+                    }
+                }
+            } else if f.inflight() > 0 && f.snd.finished.is_none() {
+                f.tcp.dup_acks += 1;
+                if f.tcp.dup_acks == 3 && f.tcp.recover.is_none() {
+                    f.tcp.recover = Some(f.ctl.snd_nxt);
+                    f.snd.retx = Some(f.ctl.snd_una);
+                    fast_retransmit = true;
+                }
+            }
+        }
+        if f.snd.finished.is_none() {
+            let old_rate = f.ctl.rate;
+            let old_timer = f.ctl.timer;
+            let int = self.pool.int_records(pid);
+            f.stats.last_int_hops = int.len() as u8;
+            let ev = AckEvent {
+                ack_seq: seq,
+                newly_acked: newly,
+                dup_acks: f.tcp.dup_acks,
+                in_recovery: f.tcp.recover.is_some(),
+                recovery_ended,
+                ecn_echo: ecn,
+                rtt,
+                hops: hops as u32,
+                int,
+            };
+            let mut ctx = CcCtx { now, flow: &mut f.ctl };
+            f.cc.on_ack(&mut ctx, &ev);
+            if fast_retransmit {
+                f.cc.on_fast_retransmit(&mut ctx);
+            }
+            self.after_cc(fid, old_rate, old_timer);
+        }
+        self.pool.free(pid);
+        self.after_progress(fid);
+    }
+
+    /// A NACK reached the sender of its flow: go back to the byte it expects.
+    pub(super) fn on_nack(&mut self, pid: PktId) {
+        let (fid, seq, ts) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.seq, p.ts_tx)
+        };
+        self.pool.free(pid);
+        let rtt = self.now.saturating_sub(ts);
+        let f = &mut self.flows[fid as usize];
+        f.stats.nacks += 1;
+        f.mi.nacks += 1;
+        if seq >= f.ctl.snd_una && f.snd.finished.is_none() {
+            // Everything below `seq` has arrived: go back to it.
+            if seq > f.ctl.snd_una {
+                f.ctl.snd_una = seq;
+                f.snd.last_progress = self.now;
+            }
+            f.ctl.snd_nxt = seq;
+        }
+        self.cc_event(fid, |cc, ctx| cc.on_nack(ctx, seq, rtt));
+        self.after_progress(fid);
+    }
+
+    /// Bookkeeping after the cumulative ACK may have moved: completions and rescheduling.
+    pub(super) fn after_progress(&mut self, fid: u32) {
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        while f.snd.msg_next < f.snd.messages.len() && f.ctl.snd_una >= f.snd.messages[f.snd.msg_next].1 {
+            f.snd.messages[f.snd.msg_next].2 = Some(now);
+            f.snd.msg_next += 1;
+        }
+        if f.snd.finished.is_none() && f.ctl.snd_una >= f.ctl.app_limit && f.ctl.app_limit == f.ctl.size {
+            f.snd.finished = Some(now);
+            f.snd.timer_gen = f.snd.timer_gen.wrapping_add(1);
+            self.agent_ended(fid, false);
+            return;
+        }
+        self.schedule_flow(fid);
+    }
+
+    /// Period of the timeout sweep: a quarter of the shortest timeout any flow
+    /// can have (at least 1 us).
+    pub(super) fn rto_sweep_period(&self) -> Time {
+        let h = &self.scenario.host;
+        let tcp = self.flows.iter().any(|f| f.path.transport == Transport::Tcp);
+        let shortest = if tcp { h.rto.0.min(h.rto_min.0) } else { h.rto.0 };
+        (shortest / 4).max(US)
+    }
+
+    /// The `RtoSweep` event: every flow with data in flight and no progress
+    /// for its timeout goes back to its first unacknowledged byte.
+    pub(super) fn rto_sweep(&mut self) {
+        let now = self.now;
+        for fid in 0..self.flows.len() as u32 {
+            let f = &mut self.flows[fid as usize];
+            if !f.snd.started || f.snd.finished.is_some() || f.inflight() == 0 || now < f.snd.last_progress + f.snd.rto
+            {
+                continue;
+            }
+            f.stats.timeouts += 1;
+            f.snd.last_progress = now;
+            f.ctl.snd_nxt = f.ctl.snd_una;
+            if f.path.transport == Transport::Tcp {
+                f.snd.rto = (f.snd.rto * 2).min(64 * SEC);
+                f.tcp.dup_acks = 0;
+                f.tcp.recover = None;
+                f.snd.retx = None;
+            }
+            self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
+            self.schedule_flow(fid);
+        }
+        let period = self.rto_sweep_period();
+        self.events.push(now + period, Event::RtoSweep { host: 0 });
+    }
+}
