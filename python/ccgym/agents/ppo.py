@@ -85,7 +85,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
         {"label": "a2a-8x8", "name": "adpg-a2a-8", "overrides": ["workload[0].flows_per_host=8"]},
         {"label": "a2a-8x16", "name": "adpg-a2a-8", "overrides": ["workload[0].flows_per_host=16"]},
     ],
-    # The scenarios' [agent] table (see /tmp/bridge_api.md); `reward` may also name a reward
+    # The scenarios' [agent] table (see docs/env.md); `reward` may also name a reward
     # computed here (PYTHON_REWARDS).
     "agent": {
         "trigger": "probe",

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ccgym._errors import ScenarioError
+from ccgym.agent_defaults import AGENT_DEFAULTS, keep_rate_actions, neutral_action
 from ccgym.runner import native, scenario_json
 from ccgym.scenario import ScenarioSpec, load_scenario
 
@@ -48,25 +49,6 @@ __all__ = [
     "prepare_scenario",
     "split_key",
 ]
-
-AGENT_DEFAULTS: dict[str, Any] = {
-    "trigger": "probe",
-    "every_acks": 16,
-    "interval": "10us",
-    "features": ["action", "adpg"],
-    "history": 2,
-    "reward": "adpg_signal",
-    "action": "multiplier",
-    "multiplier_inc": 0.2,
-    "multiplier_dec": 0.2,
-    "aurora_alpha": 0.025,
-    "discrete": [0.8, 0.95, 1.0, 1.05, 1.1, 1.2],
-    "policy_delay": "1us",
-    "policy": "external",
-}
-"""Defaults of the ``[agent]`` table the adapters need (mirrors ``AgentConfig`` in
-``crates/sim/src/agent.rs``; the simulator applies its own defaults, these only shape the
-Gymnasium spaces)."""
 
 FLOW_BITS = 32
 """Bits of an agent key holding the flow id (the low bits)."""
@@ -111,39 +93,6 @@ def agent_config(scenario: Mapping[str, Any]) -> dict[str, Any]:
     cfg = dict(AGENT_DEFAULTS)
     cfg.update(scenario.get("agent") or {})
     return cfg
-
-
-def neutral_action(cfg: Mapping[str, Any]) -> float:
-    """The action that keeps a flow's rate under the action mapping of ``cfg``.
-
-    ``multiplier`` and ``aurora``: 0; ``discrete``: the index of the multiplier closest to 1;
-    ``rate``: NaN (there is no rate-keeping value; callers that need one use the ``rate``
-    feature of the observation instead, see :func:`keep_rate_actions`).
-    """
-    kind = cfg.get("action", "multiplier")
-    if kind == "discrete":
-        table = np.asarray(cfg.get("discrete", AGENT_DEFAULTS["discrete"]), dtype=np.float64)
-        return float(np.argmin(np.abs(table - 1.0)))
-    if kind == "rate":
-        return float("nan")
-    return 0.0
-
-
-def keep_rate_actions(cfg: Mapping[str, Any], obs: np.ndarray) -> np.ndarray:
-    """Actions that keep each flow's rate (float32, one per row of ``obs``).
-
-    The :func:`neutral_action` of ``cfg``; for the ``rate`` mapping the flow's current rate,
-    read from the ``rate`` feature of the newest observation row when the observation has it,
-    otherwise line rate (1.0).
-    """
-    n = len(obs)
-    if cfg.get("action", AGENT_DEFAULTS["action"]) != "rate":
-        return np.full(n, neutral_action(cfg), np.float32)
-    features = list(cfg.get("features", AGENT_DEFAULTS["features"]))
-    if "rate" not in features or n == 0:
-        return np.ones(n, np.float32)
-    newest = obs[:, obs.shape[1] - len(features) :]
-    return np.clip(newest[:, features.index("rate")], 0.0, 1.0).astype(np.float32)
 
 
 def prepare_scenario(
