@@ -16,13 +16,18 @@ One step is one batch of decision requests of all simulations::
         pool.act(actions)
 
 No Python object is created per agent or per decision: everything is a numpy array.
+
+The trainers of ``ccgym.agents`` step their training simulations through this same class
+(:class:`ccgym.train.rollout.TrainingRollout`): scenarios prepared by the trainer
+(:class:`PreparedScenario`), episode seeds from the run's generator (``seeds`` as a function)
+and the next episode started as soon as one ends (:meth:`AgentPool.start_next_episodes`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -41,6 +46,9 @@ __all__ = [
     "SIM_BITS",
     "AgentPool",
     "Batch",
+    "EndedEpisode",
+    "PreparedScenario",
+    "SeedFunction",
     "agent_config",
     "is_zero_duration",
     "keep_rate_actions",
@@ -116,6 +124,33 @@ def prepare_scenario(
     table.update(agent or {})
     data["agent"] = table
     return data, base_dir
+
+
+@dataclass(frozen=True)
+class PreparedScenario:
+    """A scenario already loaded for the bridge (as :func:`prepare_scenario` returns it): the
+    pool uses it as it is, without overrides, ``agent`` table or ``cc`` switch."""
+
+    data: Mapping[str, Any]
+    """The scenario dict (its ``seed`` is replaced by each episode's seed)."""
+    base_dir: str | Path
+    """The folder that relative paths in it are resolved against."""
+
+
+SeedFunction = Callable[[int, int], int]
+"""``seed(simulation index, episode)``: the seed of an episode, called once as it starts."""
+
+
+@dataclass(frozen=True)
+class EndedEpisode:
+    """An episode that :meth:`AgentPool.start_next_episodes` found over."""
+
+    sim: int
+    """Simulation index in the pool."""
+    episode: int
+    """Its episode number (the keys of its agents carry it)."""
+    summary: dict[str, Any]
+    """The summary of the run (as :meth:`AgentPool.summary`)."""
 
 
 @dataclass(frozen=True)
@@ -262,11 +297,14 @@ class AgentPool:
     Args:
         scenarios: one scenario spec or a list of them (bundled name, TOML path or string,
             dict); each becomes one simulation of the pool (give the same name twice for two
-            simulations of it; seeds then tell them apart).
+            simulations of it; seeds then tell them apart). A :class:`PreparedScenario` is
+            used as it is (``overrides``, ``agent`` and ``cc`` do not apply to it).
         seeds: the seeds of the successive episodes: a flat list (used by every simulation)
             or one list per scenario. Episode ``e`` of simulation ``i`` uses
             ``seeds[i][e % len(seeds[i])]`` (with ``repeat_seeds``); ``None`` uses the
-            scenario's own seed plus ``e``.
+            scenario's own seed plus ``e``. A function ``seeds(i, e)`` is called once as each
+            episode starts (episode 0 of every simulation in index order, here), so it may
+            draw from a random generator.
         overrides: ``"dotted.key=value"`` strings applied to every scenario.
         agent: keys merged into every scenario's ``[agent]`` table (see ``docs/env.md``).
         auto_reset: start the next episode of a simulation that has ended, on the next
@@ -286,9 +324,9 @@ class AgentPool:
 
     def __init__(
         self,
-        scenarios: ScenarioSpec | Sequence[ScenarioSpec],
+        scenarios: ScenarioSpec | PreparedScenario | Sequence[ScenarioSpec | PreparedScenario],
         *,
-        seeds: Sequence[int] | Sequence[Sequence[int]] | None = None,
+        seeds: Sequence[int] | Sequence[Sequence[int]] | SeedFunction | None = None,
         overrides: Sequence[str] | None = None,
         agent: Mapping[str, Any] | None = None,
         auto_reset: bool = True,
@@ -299,7 +337,8 @@ class AgentPool:
     ) -> None:
         specs = (
             [scenarios]
-            if isinstance(scenarios, (str, Mapping)) or hasattr(scenarios, "__fspath__")
+            if isinstance(scenarios, (str, Mapping, PreparedScenario))
+            or hasattr(scenarios, "__fspath__")
             else list(scenarios)  # type: ignore[arg-type]
         )
         if not specs:
@@ -309,11 +348,15 @@ class AgentPool:
         self.scenarios: list[dict[str, Any]] = []
         self._base_dirs: list[str] = []
         for spec in specs:
-            data, base = prepare_scenario(spec, overrides, agent, cc)
+            if isinstance(spec, PreparedScenario):
+                data, base = dict(spec.data), spec.base_dir
+            else:
+                data, base = prepare_scenario(spec, overrides, agent, cc)
             self.scenarios.append(data)
             self._base_dirs.append(str(base))
         n = len(specs)
-        self._seeds = _seed_lists(seeds, n)
+        self._seed_fn: SeedFunction | None = seeds if callable(seeds) else None
+        self._seeds = _seed_lists(None if callable(seeds) else seeds, n)
         self.auto_reset = auto_reset
         self.repeat_seeds = repeat_seeds
         self.defer_duplicates = defer_duplicates
@@ -421,6 +464,8 @@ class AgentPool:
     # episodes
 
     def _episode_seed(self, i: int, episode: int) -> int | None:
+        if self._seed_fn is not None:
+            return int(self._seed_fn(i, episode))
         lst = self._seeds[i]
         if lst is None:
             base = self.scenarios[i].get("seed", 0)
@@ -431,6 +476,8 @@ class AgentPool:
 
     def _has_next(self, i: int) -> bool:
         """Whether simulation ``i`` has a seed for another episode."""
+        if self._seed_fn is not None:
+            return True
         lst = self._seeds[i]
         return lst is None or self.repeat_seeds or int(self._episode[i]) + 1 < len(lst)
 
@@ -496,6 +543,24 @@ class AgentPool:
                 self._exhausted[i] = True
                 continue
             self._new_episode(int(i), self._episode_seed(int(i), int(self._episode[i]) + 1))
+
+    def start_next_episodes(self) -> list[EndedEpisode]:
+        """Start the next episode of every simulation whose episode is over, now.
+
+        For callers that act on an ended episode at once (trainers log its summary and close
+        its agents' trajectories before the next step): use it with ``auto_reset=False``,
+        after answering the last batch. Returns the ended episodes in simulation order; a
+        simulation without a next seed (``repeat_seeds`` off) stays over and is reported once.
+        """
+        ended = []
+        for i in np.flatnonzero(self.over & ~self._exhausted & ~self._fresh):
+            i = int(i)
+            ended.append(EndedEpisode(i, int(self._episode[i]), self.summary(i)))
+            if self._has_next(i):
+                self.reset(i)
+            else:
+                self._exhausted[i] = True
+        return ended
 
     # ----------------------------------------------------------------------------------------
     # stepping
