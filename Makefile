@@ -6,6 +6,9 @@
 #   make test          Rust tests, rustfmt, clippy, ruff, pytest (installs chromium if missing)
 #   make perf          the standard incast benchmark (ccgym perf)
 #   make lint          rustfmt --check, clippy, ruff
+#
+# run, run-scenario and perf install only the package's own dependencies; test and lint also
+# install the extras (test tools, Gymnasium/PettingZoo, PyTorch/TensorBoard, Ray).
 #   make clean         remove .venv, target/ and build outputs
 
 SHELL := bash
@@ -21,8 +24,12 @@ SCENARIO ?= incast-16
 
 VENV_DIR := $(abspath $(VENV))
 BIN := $(VENV_DIR)/bin
-# Re-made only when pyproject.toml changes: creating the venv and installing dependencies.
-DEPS_STAMP := $(VENV_DIR)/.ccgym-deps.stamp
+# Re-made only when pyproject.toml changes. BASE: the venv, maturin and the package's own
+# dependencies (what simulating, benchmarking and native policies need). FULL: also the extras
+# test,rl,train,ray (PyTorch alone is a large download), for the tests and the linters.
+BASE_STAMP := $(VENV_DIR)/.ccgym-base.stamp
+FULL_STAMP := $(VENV_DIR)/.ccgym-full.stamp
+EXTRAS := test,rl,train,ray
 
 # maturin, cargo and PyO3 all use the venv's interpreter (PyO3 rebuilds when it changes).
 export VIRTUAL_ENV := $(VENV_DIR)
@@ -34,15 +41,19 @@ export PATH := $(BIN):$(PATH)
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
 
-$(DEPS_STAMP): pyproject.toml
+$(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_DIR)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'maturin>=1.5,<2'
-	$(BIN)/maturin develop --release --extras test,rl,train,ray
+	$(BIN)/maturin develop --release
+	touch $@
+
+$(FULL_STAMP): $(BASE_STAMP)
+	$(BIN)/maturin develop --release --extras $(EXTRAS)
 	touch $@
 
 # Rebuilds the native module in place (python/ccgym/_sim*.so) when Rust sources changed;
 # cargo makes this a no-op otherwise. The package itself is installed in editable mode.
-build: $(DEPS_STAMP)
+build: $(BASE_STAMP)
 	$(BIN)/maturin develop --release --skip-install
 
 # The quick suite (classic CCs and the bundled policy:adpg-default, a few minutes on 2 cores);
@@ -65,7 +76,7 @@ chromium:
 	    echo "note: chromium is missing and cannot be installed without root (apt-get); the report rendering test will be skipped"; \
 	  fi; }
 
-test: build chromium
+test: $(FULL_STAMP) build chromium
 	$(CARGO) test --workspace --release --exclude $(PY_CRATE)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
@@ -75,7 +86,7 @@ test: build chromium
 perf: build
 	$(BIN)/ccgym perf
 
-lint: $(DEPS_STAMP)
+lint: $(FULL_STAMP)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests

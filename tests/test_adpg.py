@@ -1,5 +1,6 @@
-"""ADPG (``ccgym.agents.adpg``): the loss terms against brute force, the rollout alignment, a
-short seeded training run that must learn to control an incast, checkpoints, resume, export."""
+"""ADPG (``ccgym.agents.adpg``): the loss terms against brute force, the rollout alignment and
+schedule, a short seeded training run that must learn to control an incast, checkpoints,
+resume, export."""
 
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ pytest.importorskip("ccgym._sim")
 
 from ccgym import policies as P  # noqa: E402
 from ccgym.agents import adpg  # noqa: E402
+from ccgym.train import loop  # noqa: E402
+from ccgym.train.config import load_config, merge_config  # noqa: E402
+from ccgym.train.rollout import AgentTable, many_to_one_scenario  # noqa: E402
+from ccgym.train.trajectories import (  # noqa: E402
+    AgentTrajectories,
+    PolicyOutput,
+    average_reward_to_go,
+)
 
 # A small, fast training set-up: 2-to-1 and 4-to-1 only, with the bundled config's settings.
 SMALL: dict[str, Any] = {
@@ -51,11 +60,11 @@ def test_average_reward_to_go_matches_the_definition() -> None:
     delta = rng.normal(size=17).astype(np.float32)
     t_len, g = len(delta), 0.99
     want = [sum(g**k * delta[t + k] for k in range(t_len - t)) / (t_len - t) for t in range(t_len)]
-    np.testing.assert_allclose(adpg.average_reward_to_go(delta, g), want, rtol=1e-5)
+    np.testing.assert_allclose(average_reward_to_go(delta, g), want, rtol=1e-5)
     # gamma 0 or 1: the plain mean of the remaining signals
     plain = [delta[t:].mean() for t in range(t_len)]
-    np.testing.assert_allclose(adpg.average_reward_to_go(delta, 1.0), plain, rtol=1e-5)
-    np.testing.assert_allclose(adpg.average_reward_to_go(delta, 0.0), plain, rtol=1e-5)
+    np.testing.assert_allclose(average_reward_to_go(delta, 1.0), plain, rtol=1e-5)
+    np.testing.assert_allclose(average_reward_to_go(delta, 0.0), plain, rtol=1e-5)
 
 
 def test_adpg_loss_matches_brute_force() -> None:
@@ -72,7 +81,7 @@ def test_adpg_loss_matches_brute_force() -> None:
         if t_len < 2:
             continue  # agents need at least 2 signals
         a = pol(torch.from_numpy(o))
-        big_d = torch.from_numpy(adpg.average_reward_to_go(d, g))
+        big_d = torch.from_numpy(average_reward_to_go(d, g))
         l_r = c_r * (a * big_d).sum() / t_len
         l_a = sum(
             sum((c_a / 2) * (a[t] - a[j]) ** 2 for j in range(t + 1, t_len)) / (t_len - t)
@@ -121,39 +130,57 @@ def test_policy_architecture() -> None:
     )
 
 
-def _batch(entries: list[tuple[int, int, list[float], float, bool, bool]]) -> tuple[list, dict]:
-    keys = [(s, 0, f) for s, f, *_ in entries]
-    batch = {
-        "obs": np.array([e[2] for e in entries], np.float32),
-        "reward": np.array([e[3] for e in entries], np.float32),
-        "done": np.array([e[4] for e in entries]),
-        "truncated": np.array([e[5] for e in entries]),
-    }
-    return keys, batch
+def _record(traj: AgentTrajectories, entries: list[tuple[int, list[float], float, bool]]) -> None:
+    """One batch of (flow, obs, reward, done) entries of simulation 0, episode 0."""
+    n = len(entries)
+    zero = np.zeros(n, np.float32)
+    traj.record(
+        [f for f, *_ in entries],
+        np.array([e[1] for e in entries], np.float32),
+        np.array([e[2] for e in entries], np.float32),
+        np.array([e[3] for e in entries]),
+        np.zeros(n, bool),
+        PolicyOutput(env_actions=zero, raw=zero, logp=zero, value=zero),
+    )
 
 
 def test_rollout_aligns_signals_with_the_next_observation() -> None:
-    r = adpg.Rollout(rollout_length=2)
+    traj = AgentTrajectories(adpg.ADPG.segment_length)
     o = [[float(i)] * 4 for i in range(6)]
-    # agent (0, 7): o0 (reward ignored: no action yet), o1 (d=0.1 -> delta_0), o2 (d=0.2)
-    # agent (1, 3): o3, then done with d=0.5 (delta of o3's action)
-    r.add(*_batch([(0, 7, o[0], 9.0, False, False), (1, 3, o[3], 9.0, False, False)]))
-    assert not r.ready(100, {"warmup_updates": 50, "max_step_size": 100})
-    r.add(*_batch([(0, 7, o[1], 0.1, False, False), (1, 3, o[4], 0.5, True, False)]))
-    r.add(*_batch([(0, 7, o[2], 0.2, False, False)]))
-    cfg = {"warmup_updates": 50, "warmup_length": 1024, "max_step_size": 100}
-    assert r.ready(100, cfg) and r.events == 4
-    obs, deltas = r.take()
-    got = {
-        float(ob[0, 0]): (ob[:, 0].tolist(), d.tolist()) for ob, d in zip(obs, deltas, strict=True)
-    }
-    assert got[0.0] == ([0.0, 1.0], pytest.approx([0.1, 0.2]))
-    assert got[3.0] == ([3.0], [0.5])
+    # agent 7: o0 (reward ignored: no action yet), o1 (d=0.1 -> delta_0), o2 (d=0.2)
+    # agent 3: o3, then done with d=0.5 (delta of o3's action); it appeared after agent 7
+    _record(traj, [(7, o[0], 9.0, False), (3, o[3], 9.0, False)])
+    _record(traj, [(3, o[4], 0.5, True), (7, o[1], 0.1, False)])
+    _record(traj, [(7, o[2], 0.2, False)])
+    obs, deltas = adpg.agent_sequences(traj)
+    assert [ob[:, 0].tolist() for ob in obs] == [[0.0, 1.0], [3.0]]  # order of appearance
+    assert [d.tolist() for d in deltas] == [pytest.approx([0.1, 0.2]), [0.5]]
     # o2 waits for its signal in the next rollout
-    assert list(r.agents) == [(0, 0, 7)] and r.events == 0
-    r.add(*_batch([(0, 7, o[5], 0.3, False, False)]))
-    obs, deltas = r.take()
+    assert list(traj.pending) == [7] and not traj.open and not traj.complete
+    _record(traj, [(7, o[5], 0.3, False)])
+    obs, deltas = adpg.agent_sequences(traj)
     assert obs[0][:, 0].tolist() == [2.0] and deltas[0].tolist() == pytest.approx([0.3])
+
+
+def test_rollout_schedule() -> None:
+    """Warm-up updates take a fixed number of decisions; later ones end when every live agent
+    has rollout_length transitions, or at max_step_size decisions."""
+    cfg = load_config(
+        {"train": {"warmup_updates": 3, "warmup_length": 5, "rollout_length": 2}},
+        adpg.DEFAULT_CONFIG,
+    )
+    learner = adpg.ADPG(4, cfg)
+    traj = AgentTrajectories(None)
+    o = [0.0] * 4
+    _record(traj, [(1, o, 0.0, False), (2, o, 0.0, False)])
+    _record(traj, [(1, o, 0.0, False), (2, o, 0.0, False)])
+    assert not learner.ready(traj, 2, 4) and learner.ready(traj, 2, 5)  # warm-up: 5 decisions
+    assert not learner.ready(traj, 3, 4)  # both agents have 1 transition, not 2
+    _record(traj, [(1, o, 0.0, False)])
+    assert not learner.ready(traj, 3, 5)  # agent 2 still has 1
+    _record(traj, [(2, o, 0.0, True)])  # agent 2 ends: no longer live
+    assert learner.ready(traj, 3, 5) and not learner.ready(traj, 3, 0)
+    assert learner.ready(AgentTrajectories(None), 3, int(cfg["train"]["max_step_size"]))
 
 
 def _history(run: Path) -> list[dict[str, float]]:
@@ -172,7 +199,7 @@ def test_short_training_learns_to_control_an_incast(tmp_path: Path) -> None:
     """600 seeded updates on 2-to-1 and 4-to-1 (about 10 s): the initial policy (same seed)
     fails the 4-to-1 check, the trained one passes it; it speeds up when idle and slows down
     when the queue is well above the target."""
-    cfg = adpg.load_config(SMALL)
+    cfg = load_config(SMALL, adpg.DEFAULT_CONFIG)
     torch.manual_seed(cfg["train"]["seed"])  # the trainer's initial policy
     init = P.save_policy(
         adpg.export_policy(adpg.Policy(4, cfg["train"]["hidden"]), cfg), tmp_path / "init.json"
@@ -191,7 +218,7 @@ def test_short_training_learns_to_control_an_incast(tmp_path: Path) -> None:
 
 
 def test_checkpoint_resume_and_export(tmp_path: Path) -> None:
-    cfg = adpg.load_config(SMALL)
+    cfg = load_config(SMALL, adpg.DEFAULT_CONFIG)
     cfg["train"].update(updates=6, checkpoint_every=3, anneal_lr=False)
     run = tmp_path / "run"
     adpg.train_from_config(cfg, run, progress=False)
@@ -205,15 +232,16 @@ def test_checkpoint_resume_and_export(tmp_path: Path) -> None:
         "torch",
     }
     # resume: continue to 9 updates from the saved counter and optimiser
-    cfg2 = adpg.merge_config(cfg, {"train": {"updates": 9}})
+    cfg2 = merge_config(cfg, {"train": {"updates": 9}})
     out = adpg.train_from_config(cfg2, run, resume=True, progress=False)
     assert out["updates"] == 9
     assert [r["update"] for r in _history(run)] == list(range(1, 10))
     resumed = torch.load(run / "checkpoint.pt", weights_only=False)
-    assert resumed["events"] > state["events"] and resumed["optimizer"]["state"]
+    assert resumed["decisions"] > state["decisions"] and resumed["optimizer"]["state"]
     # export: the native policy computes what the torch policy computes
     policy = adpg.export_checkpoint(run / "checkpoint.pt")
-    net, _, _ = adpg.load_checkpoint(run / "checkpoint.pt")
+    learner, _, _ = loop.load_learner(run / "checkpoint.pt", "adpg", adpg.ADPG)
+    net = learner.policy
     x = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
     with torch.no_grad():
         want = net(torch.from_numpy(x)).numpy()
@@ -223,14 +251,14 @@ def test_checkpoint_resume_and_export(tmp_path: Path) -> None:
 
 
 def test_bundled_config_loads() -> None:
-    cfg = adpg.load_config("adpg-default")
+    cfg = load_config("adpg-default", adpg.DEFAULT_CONFIG)
     assert cfg["train"]["lr"] > 0 and cfg["scenarios"]
     assert cfg["agent"]["features"] == ["action", "adpg"]
 
 
 def test_deploy_agent_reaches_the_exported_policy_but_not_training() -> None:
-    cfg = adpg.load_config({"deploy_agent": {"hold_ticks": 8}})
-    scenario, _ = adpg.training_scenario(cfg, {"hosts": 2}, seed=1)
+    cfg = load_config({"deploy_agent": {"hold_ticks": 8}}, adpg.DEFAULT_CONFIG)
+    scenario = many_to_one_scenario(cfg, {"hosts": 2}, AgentTable(cfg["agent"])).data
     assert "hold_ticks" not in scenario["agent"]
     exported = adpg.export_policy(adpg.Policy(4, cfg["train"]["hidden"]), cfg)
     assert exported["meta"]["agent"]["hold_ticks"] == 8
@@ -238,9 +266,10 @@ def test_deploy_agent_reaches_the_exported_policy_but_not_training() -> None:
 
 
 def test_a_training_scenario_may_change_its_own_agent_table() -> None:
-    cfg = adpg.load_config({})
-    own, _ = adpg.training_scenario(cfg, {"hosts": 2, "agent": {"initial_rate": 0.01}}, seed=1)
-    plain, _ = adpg.training_scenario(cfg, {"hosts": 2}, seed=1)
+    cfg = load_config({}, adpg.DEFAULT_CONFIG)
+    table = AgentTable(cfg["agent"])
+    own = many_to_one_scenario(cfg, {"hosts": 2, "agent": {"initial_rate": 0.01}}, table).data
+    plain = many_to_one_scenario(cfg, {"hosts": 2}, table).data
     assert own["agent"]["initial_rate"] == 0.01
     assert "initial_rate" not in plain["agent"]
     assert own["agent"]["features"] == plain["agent"]["features"] == ["action", "adpg"]

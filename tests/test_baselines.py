@@ -17,17 +17,19 @@ torch = pytest.importorskip("torch")
 gym = pytest.importorskip("gymnasium")
 pytest.importorskip("torch.utils.tensorboard")
 
+from ccgym.agent_defaults import BRIDGE_REWARDS  # noqa: E402
 from ccgym.agents import aurora, ppo, reinforce  # noqa: E402
-from ccgym.agents.ppo import (  # noqa: E402
+from ccgym.runner import scenario_json  # noqa: E402
+from ccgym.train.config import load_config, merge_config  # noqa: E402
+from ccgym.train.gym_driver import evaluate_gym, train_gym  # noqa: E402
+from ccgym.train.loop import seed_everything  # noqa: E402
+from ccgym.train.networks import ActionSpec  # noqa: E402
+from ccgym.train.rollout import AgentTable, scenario_entries  # noqa: E402
+from ccgym.train.trajectories import (  # noqa: E402
     AgentTrajectories,
-    BridgeAgentTable,
     PolicyOutput,
     Segment,
-    evaluate_gym,
     gae,
-    merge_config,
-    seed_everything,
-    train_gym,
 )
 
 
@@ -93,7 +95,7 @@ def _ppo_config(**ppo_overrides: Any) -> dict[str, Any]:
 
 def test_ppo_gaussian_learns_tracking() -> None:
     seed_everything(0)
-    learner = ppo.make_ppo(1, _ppo_config(lr=3e-3), ppo.ActionSpec("tanh"))
+    learner = ppo.make_ppo(1, _ppo_config(lr=3e-3), ActionSpec("tanh"))
     before, after, first, last = _learns(learner, TrackingEnv(), TrackingEnv(), 8000, 10)
     assert after > -5.0 and after > before + 20
     assert last > first + 10
@@ -101,7 +103,7 @@ def test_ppo_gaussian_learns_tracking() -> None:
 
 def test_ppo_discrete_learns_cartpole() -> None:
     seed_everything(0)
-    learner = ppo.make_ppo(4, _ppo_config(lr=1e-3), ppo.ActionSpec("discrete", n=2))
+    learner = ppo.make_ppo(4, _ppo_config(lr=1e-3), ActionSpec("discrete", n=2))
     env, eval_env = gym.make("CartPole-v1"), gym.make("CartPole-v1")
     before, after, first, last = _learns(learner, env, eval_env, 12000, 5)
     assert after >= 150 and after >= before + 100
@@ -122,7 +124,7 @@ def test_reinforce_learns_cartpole() -> None:
         # Whole episodes as segments (REINFORCE is Monte Carlo); 4 episodes per update.
         {"reinforce": {"lr": 1e-2, "rollout_length": 500, "rollouts_per_update": 4}},
     )
-    learner = reinforce.make_reinforce(4, cfg, ppo.ActionSpec("discrete", n=2))
+    learner = reinforce.make_reinforce(4, cfg, ActionSpec("discrete", n=2))
     env, eval_env = gym.make("CartPole-v1"), gym.make("CartPole-v1")
     before, after, first, last = _learns(learner, env, eval_env, 12000, 5)
     assert after >= 150 and after >= before + 100
@@ -138,7 +140,7 @@ def test_reinforce_learns_cartpole() -> None:
 def test_reinforce_gaussian_learns_tracking(baseline: str, steps: int, threshold: float) -> None:
     seed_everything(0)
     cfg = merge_config(reinforce.DEFAULT_CONFIG, {"reinforce": {"lr": 3e-3, "baseline": baseline}})
-    learner = reinforce.make_reinforce(1, cfg, ppo.ActionSpec("tanh"))
+    learner = reinforce.make_reinforce(1, cfg, ActionSpec("tanh"))
     before, after, first, last = _learns(learner, TrackingEnv(), TrackingEnv(), steps, 10)
     assert after > threshold and after > before + 20
     assert last > first + 10
@@ -170,7 +172,7 @@ def _out(n: int, value: float = 0.0) -> PolicyOutput:
 
 
 def test_trajectories_pair_each_action_with_the_next_reward_of_the_same_agent() -> None:
-    traj = AgentTrajectories(rollout_length=3)
+    traj = AgentTrajectories(segment_length=3)
     f = np.zeros(2, bool)
     # Two agents interleaved; an entry's reward belongs to that agent's previous action.
     obs = lambda *v: np.array([[x] for x in v], np.float32)  # noqa: E731
@@ -198,7 +200,7 @@ def test_trajectories_pair_each_action_with_the_next_reward_of_the_same_agent() 
 
 
 def test_flush_closes_open_segments_bootstrapped_with_the_pending_value() -> None:
-    traj = AgentTrajectories(rollout_length=64)
+    traj = AgentTrajectories(segment_length=64)
     f = np.zeros(2, bool)
     for t in range(3):
         traj.record(["a", "b"], np.full((2, 1), t, np.float32), np.ones(2), f, f, _out(2, t))
@@ -225,9 +227,9 @@ def test_gae_with_lambda_one_is_the_bootstrapped_return_minus_the_value() -> Non
 
 
 def test_general_reward_is_computed_from_the_newest_row_and_hidden_from_the_policy() -> None:
-    table = BridgeAgentTable(ppo.DEFAULT_CONFIG["agent"])
+    table = AgentTable(ppo.DEFAULT_CONFIG["agent"])
     assert table.sim_table["features"] == ["action", "cnp_ratio", "nack_ratio", "rtt_inflation"]
-    assert table.sim_table["reward"] in ppo.BRIDGE_REWARDS and table.obs_dim == 6
+    assert table.sim_table["reward"] in BRIDGE_REWARDS and table.obs_dim == 6
     # rows: (action, cnp, nack, rtt_inflation), oldest first
     obs = np.array(
         [[1.0, 0.5, 0.0, 9.0, 1.2, 0.25, 0.0, 3.0], [1.0, 0.0, 0.0, 1.0, 0.8, 0.0, 0.1, 2.0]],
@@ -253,8 +255,8 @@ BUNDLED = {
 @pytest.mark.parametrize("name", list(BUNDLED))
 def test_bundled_configs_build_their_learner_and_scenarios(name: str) -> None:
     module = BUNDLED[name]
-    cfg = ppo.load_config(name, module.DEFAULT_CONFIG)
-    table = BridgeAgentTable(cfg["agent"])
+    cfg = load_config(name, module.DEFAULT_CONFIG)
+    table = AgentTable(cfg["agent"])
     make = {
         "ppo": ppo.make_ppo,
         "reinforce": reinforce.make_reinforce,
@@ -265,11 +267,13 @@ def test_bundled_configs_build_their_learner_and_scenarios(name: str) -> None:
     assert out.env_actions.shape == (3,) and np.isfinite(out.logp).all()
     from ccgym import _sim
 
-    for i, entry in enumerate(cfg["scenario"]):
-        sim = _sim.Simulation(*ppo.training_scenario(entry, table.sim_table, "3ms", seed=i))
-        assert sim.obs_dim == len(table.sim_table["features"]) * table.history
+    scenarios = scenario_entries(merge_config(cfg, {"train": {"episode": "3ms"}}), table)
+    assert len(scenarios) == len(cfg["scenario"])
+    for i, s in enumerate(scenarios):
+        sim = _sim.Simulation(scenario_json({**s.data, "seed": i}), s.base_dir)
+        assert sim.obs_dim == table.sim_obs_dim == len(table.sim_table["features"]) * table.history
     if name.startswith(("ppo-gaussian", "aurora")) and not name.endswith("reward"):
-        assert cfg == ppo.merge_config(module.DEFAULT_CONFIG, {})  # the file spells the defaults
+        assert cfg == merge_config(module.DEFAULT_CONFIG, {})  # the file spells the defaults
 
 
 def _bridge_config(algo_table: str, algo: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -302,7 +306,7 @@ BRIDGE_CASES = {
 def test_trains_a_few_updates_on_the_bridge(case: str, tmp_path: Path) -> None:
     module, cfg = BRIDGE_CASES[case]
     result = module.train_from_config(cfg, tmp_path)
-    assert result["updates"] == 3 and result["env_steps"] > 0
+    assert result["updates"] == 3 and result["decisions"] > 0
     for k in ("policy_loss", "entropy", "loss", "reward_mean"):
         assert math.isfinite(result["stats"][k]), (k, result["stats"])
     assert (tmp_path / "checkpoint.pt").is_file() and len(list(tmp_path.glob("checkpoints/*"))) == 3
@@ -351,3 +355,23 @@ def test_resume_restores_model_optimiser_and_update_counter(tmp_path: Path) -> N
         reinforce.train_from_config(cfg, tmp_path, resume=True)
     with pytest.raises(FileNotFoundError):
         ppo.train_from_config(cfg, tmp_path / "nothing", resume=True)
+
+
+def test_resume_rebuilds_the_network_of_the_checkpoint(tmp_path: Path) -> None:
+    """Resuming with only the keys to change (here the number of updates) continues the saved
+    run: its config, so its network (the discrete head, not the defaults' Gaussian one) and its
+    scenarios."""
+    cfg = _bridge_config(
+        "ppo", {"rollout_length": 16, "rollouts_per_update": 2}, agent={"action": "discrete"}
+    )
+    cfg["train"]["updates"] = 1
+    ppo.train_from_config(cfg, tmp_path)
+    result = ppo.train_from_config({"train": {"updates": 2}}, tmp_path, resume=True)
+    assert result["updates"] == 2
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    assert "actor.logits.weight" in state["model"]
+    assert state["config"]["agent"]["action"] == "discrete"
+    assert state["config"]["scenario"] == cfg["scenario"]
+    assert state["config"]["train"]["updates"] == 2
+    # ccgym train ppo --out DIR --resume (no config): the checkpoint's config as it is
+    assert ppo.train_from_config(None, tmp_path, resume=True)["updates"] == 2

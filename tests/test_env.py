@@ -210,6 +210,41 @@ def test_pool_seed_lists_and_explicit_reset() -> None:
     assert pool.seed == [10] and (b.episode == 3).all()
 
 
+def test_prepared_scenarios_seed_function_and_eager_restart() -> None:
+    """The trainers' use: scenarios prepared beforehand, seeds drawn as episodes start, and
+    the next episode started right after the batch in which one ended (with its summary)."""
+    from ccgym.env.bridge import PreparedScenario, prepare_scenario
+
+    data, base = prepare_scenario(SCENARIO, star(2, "0.3ms"), INTERVAL)
+    data["name"] = "prepared"
+    calls: list[tuple[int, int]] = []
+
+    def seed(sim: int, episode: int) -> int:
+        calls.append((sim, episode))
+        return 100 + 10 * sim + episode
+
+    pool = AgentPool(
+        [PreparedScenario(data, base), PreparedScenario(data, base)],
+        seeds=seed,
+        overrides=["topology.hosts=9"],  # not applied: a prepared scenario is used as is
+        auto_reset=False,
+    )
+    assert calls == [(0, 0), (1, 0)] and pool.seed == [100, 110]
+    ended = []
+    while len(ended) < 4:
+        b = pool.step()
+        pool.act(np.zeros(len(b), np.float32))
+        for end in pool.start_next_episodes():
+            ended.append(end)
+            # restarted at once: fresh, not over, next episode number, next seed drawn
+            assert not pool.over[end.sim] and pool.episode[end.sim] == end.episode + 1
+    assert [(e.sim, e.episode) for e in ended] == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    assert [e.summary["seed"] for e in ended] == [100, 110, 101, 111]
+    assert all(e.summary["flows"]["count"] == 2 for e in ended)  # 2 senders, not 8
+    assert calls == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]  # once per episode
+    assert pool.summary(0)["scenario"] == "prepared"
+
+
 # ------------------------------------------------------------------------------------------
 # Gymnasium Env
 

@@ -23,7 +23,7 @@ Policy names (see :func:`policy_path`):
 * a bundled name, e.g. ``adpg-default`` -> ``ccgym/policies/adpg-default.json``;
 * ``rlcc-public``: the published RL-CC (ADPG) network, converted at run time from
   ``rlcc_public_policy.npz`` in the shared anchors folder (``$CCGYM_ANCHORS``, else
-  ``<repo>/../shared/anchors``, else ``/work/shared/anchors``) into a cache folder outside the
+  ``<repo>/../shared/anchors`` beside the repository) into a cache folder outside the
   repository (``$CCGYM_CACHE``, ``$XDG_CACHE_HOME/ccgym`` or ``~/.cache/ccgym``);
 * any path to a policy JSON file.
 """
@@ -448,8 +448,9 @@ def anchor_dirs() -> list[Path]:
     env = os.environ.get("CCGYM_ANCHORS")
     if env:
         dirs.append(Path(env))
+    # Beside the repository (python/ccgym/ -> <repo>/../shared/anchors); a wheel install
+    # has no repository, so only $CCGYM_ANCHORS finds the files there.
     dirs.append(PACKAGE_DIR.parent.parent.parent / "shared" / "anchors")
-    dirs.append(Path("/work/shared/anchors"))
     return dirs
 
 

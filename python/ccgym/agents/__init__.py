@@ -1,7 +1,9 @@
 """Learning algorithms for congestion control (PyTorch; ``pip install ccgym[train]``).
 
-One readable file per algorithm (CleanRL style), each a *trainer plug-in*: a module
-``ccgym.agents.<name>`` with
+One readable file per algorithm (CleanRL style) holding only that algorithm (its defaults,
+networks, loss and update); the training framework they share (config, rollouts over the agent
+bridge, trajectories and returns, the loop with checkpoints, resume and TensorBoard) is
+:mod:`ccgym.train`. Each file is a *trainer plug-in*: a module ``ccgym.agents.<name>`` with
 
 * ``train_from_config(config, out_dir, resume=False)`` — used by ``ccgym train <name>``;
 * optionally ``export_checkpoint(path, calibration_obs=None) -> dict`` — used by

@@ -1,8 +1,8 @@
 """Aurora (PCC-RL, Jay et al., ICML 2019) ported to the datacenter (spec ``learning_cc.md`` s. 4).
 
 Aurora is a per-flow rate controller trained with PPO. What makes it Aurora is its state,
-action, reward and networks; the learner is the PPO core of :mod:`ccgym.agents.ppo` with
-Aurora's (stable-baselines PPO1) settings. CleanRL style: everything Aurora-specific is here.
+action, reward and networks; the learner is :class:`ccgym.agents.ppo.PPO` with Aurora's
+(stable-baselines PPO1) settings. CleanRL style: everything Aurora-specific is here.
 
 State (4.1): per monitor interval (MI) the latency gradient (d RTT / d t within the MI, s/s),
 the latency ratio (mean RTT of the MI / the smallest per-MI mean RTT so far; 0 for an MI
@@ -50,7 +50,12 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ccgym.agents.ppo import PPO, ActionSpec, export_checkpoint_with, make_ppo, train_with
+from ccgym.agents.ppo import PPO, make_ppo
+from ccgym.train import loop
+from ccgym.train.config import ConfigSource
+from ccgym.train.networks import ActionSpec
+
+ALGORITHM = "aurora"
 
 MONITOR_INTERVAL = "10us"
 """Aurora's monitor interval at 100 Gb/s (0.5 x a loaded datacenter RTT; see the module doc)."""
@@ -133,26 +138,25 @@ def make_aurora(obs_dim: int, config: Mapping[str, Any]) -> PPO:
 
 
 def train_from_config(
-    config: Mapping[str, Any] | str | os.PathLike[str] | None,
+    config: ConfigSource | None,
     out_dir: str | os.PathLike[str],
     resume: bool = False,
+    progress: bool | None = None,
 ) -> dict[str, Any]:
-    """Trains Aurora on the ccgym bridge (``ccgym train aurora --config FILE``).
+    """Trains Aurora on the ccgym bridge (``ccgym train aurora --config FILE``); see
+    :func:`ccgym.train.loop.train` for the run folder, ``resume`` and the result.
 
     Args:
         config: a config dict, TOML path or bundled config name merged over
-            :data:`DEFAULT_CONFIG`: tables ``[train]``, ``[[scenario]]``, ``[agent]``, ``[ppo]``
-            (the learner), ``[network]``.
-        out_dir: receives ``config.json``, ``tb/`` (TensorBoard), ``history.jsonl``,
-            ``checkpoint.pt``, ``checkpoints/`` and ``policy.json``.
-        resume: continue from ``out_dir/checkpoint.pt`` (model, optimiser, update and step
-            counters, RNG states; with ``config=None`` also the checkpoint's config).
-
-    Returns:
-        A dict with the number of updates, environment steps, episodes, the last update's
-        statistics and the paths written.
+            :data:`DEFAULT_CONFIG` (on resume, over the checkpoint's config): tables
+            ``[train]``, ``[[scenario]]``, ``[agent]``, ``[ppo]`` (the learner), ``[network]``.
+        out_dir: the run folder.
+        resume: continue from ``out_dir/checkpoint.pt``.
+        progress: show a progress bar (default: when stderr is a terminal).
     """
-    return train_with("aurora", DEFAULT_CONFIG, make_aurora, config, out_dir, resume)
+    return loop.train(
+        ALGORITHM, DEFAULT_CONFIG, make_aurora, config, out_dir, resume=resume, progress=progress
+    )
 
 
 def export_checkpoint(
@@ -160,10 +164,11 @@ def export_checkpoint(
 ) -> dict[str, Any]:
     """Plug-in for ``ccgym export``: the native policy dict of an Aurora checkpoint (the
     Gaussian mean; Aurora's action map applies it to the rate)."""
-    return export_checkpoint_with(path, "aurora", make_aurora, calibration_obs, percentile)
+    return loop.export_checkpoint(path, ALGORITHM, make_aurora, calibration_obs, percentile)
 
 
 __all__ = [
+    "ALGORITHM",
     "DEFAULT_CONFIG",
     "MONITOR_INTERVAL",
     "REWARD_SCALE",

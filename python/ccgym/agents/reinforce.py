@@ -1,8 +1,8 @@
 """REINFORCE baseline for learned congestion control (spec ``learning_cc.md`` section 7.3).
 
-CleanRL style: the learning core of REINFORCE is in this file; the networks, the per-agent
-trajectory bookkeeping over the agent bridge, the Gymnasium driver and the training loop are
-shared with PPO (:mod:`ccgym.agents.ppo`).
+CleanRL style: REINFORCE's algorithm is in this file; the networks, the per-agent segments over
+the agent bridge and the training loop are :mod:`ccgym.train`'s, the configuration is PPO's
+(:mod:`ccgym.agents.ppo`) with a ``[reinforce]`` table instead of ``[ppo]``.
 
 Settings (spec 7.3 is tagged [X]: a reconstruction of the paper's baseline, not checked code):
 
@@ -33,24 +33,21 @@ import torch
 from torch import nn
 from torch.distributions import Categorical
 
-from ccgym.agents.ppo import (
-    DEFAULT_CONFIG as PPO_DEFAULT_CONFIG,
-)
-from ccgym.agents.ppo import (
-    ActionSpec,
-    Actor,
-    Critic,
+from ccgym.agents.ppo import DEFAULT_CONFIG as PPO_DEFAULT_CONFIG
+from ccgym.train import loop
+from ccgym.train.config import ConfigSource, merge_config
+from ccgym.train.networks import ActionSpec, Actor, Critic, action_spec, actor_policy, policy_step
+from ccgym.train.rollout import AgentTable
+from ccgym.train.trajectories import (
+    AgentTrajectories,
     PolicyOutput,
     RolloutSettings,
     Segment,
-    action_spec,
-    export_checkpoint_with,
-    merge_config,
-    policy_step,
-    segment_returns,
-    stack_segments,
-    train_with,
+    discounted_returns,
+    segment_arrays,
 )
+
+ALGORITHM = "reinforce"
 
 DEFAULT_CONFIG: dict[str, Any] = merge_config(
     {k: v for k, v in PPO_DEFAULT_CONFIG.items() if k != "ppo"},
@@ -111,8 +108,10 @@ class PolicyWithBaseline(nn.Module):
         self.critic = Critic(obs_dim, net) if value else None
 
 
-class Reinforce:
-    """The REINFORCE learning core: acts on batches of observations, updates on segments."""
+class Reinforce(loop.Learner):
+    """The REINFORCE learner: acts on batches of observations, updates on complete segments."""
+
+    progress_keys = ("reward_mean", "return_mean", "entropy")
 
     def __init__(
         self,
@@ -125,6 +124,7 @@ class Reinforce:
     ) -> None:
         self.settings = settings
         self.rollout = rollout
+        self.segment_length = rollout.rollout_length
         self.device = torch.device(device)
         self.model = PolicyWithBaseline(obs_dim, action, net, settings.baseline == "value")
         self.model.to(self.device)
@@ -137,11 +137,23 @@ class Reinforce:
         """Samples actions at ``obs`` (values are those of the learned baseline, if any)."""
         return policy_step(self.model.actor, self.model.critic, obs, deterministic, self.device)
 
+    def ready(self, traj: AgentTrajectories, update: int, decisions: int) -> bool:
+        """Whether enough segments are complete (see :class:`RolloutSettings`)."""
+        return self.rollout.ready(traj)
+
+    def learn(
+        self, traj: AgentTrajectories, update: int, rng: np.random.Generator
+    ) -> dict[str, float]:
+        """One REINFORCE update on the segments :class:`RolloutSettings` takes."""
+        return self.update(self.rollout.take(traj, rng))
+
     def update(self, segments: list[Segment]) -> dict[str, float]:
         """One policy-gradient step on the transitions of ``segments``."""
         s = self.settings
-        obs, act, _ = stack_segments(segments, self.device)
-        g_np = np.concatenate([segment_returns(seg, s.gamma) for seg in segments])
+        obs_np, act_np, _ = segment_arrays(segments)
+        obs = torch.as_tensor(obs_np, device=self.device)
+        act = torch.as_tensor(act_np, device=self.device)
+        g_np = np.concatenate([discounted_returns(seg, s.gamma) for seg in segments])
         g = torch.as_tensor(g_np, dtype=torch.float32, device=self.device)
         dist = self.model.actor.distribution(obs)
         a = act.long() if isinstance(dist, Categorical) else act
@@ -186,9 +198,14 @@ class Reinforce:
         """The running-mean baseline."""
         return {"running_mean": self.running_mean}
 
-    def load_extra_state(self, state: Mapping[str, Any]) -> None:
-        """Restores the running-mean baseline."""
-        self.running_mean = state.get("running_mean")
+    def restore(self, checkpoint: Mapping[str, Any]) -> None:
+        """Loads a checkpoint's model, optimiser and running-mean baseline."""
+        super().restore(checkpoint)
+        self.running_mean = checkpoint["extra"]["running_mean"]
+
+    def native_policy(self, config: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+        """The deterministic actor (Gaussian mean or argmax) as a native policy."""
+        return actor_policy(self.model.actor, AgentTable(config["agent"]).policy_table, meta)
 
 
 def make_reinforce(
@@ -207,37 +224,36 @@ def make_reinforce(
 
 
 def train_from_config(
-    config: Mapping[str, Any] | str | os.PathLike[str] | None,
+    config: ConfigSource | None,
     out_dir: str | os.PathLike[str],
     resume: bool = False,
+    progress: bool | None = None,
 ) -> dict[str, Any]:
-    """Trains the REINFORCE baseline on the ccgym bridge (``ccgym train reinforce``).
+    """Trains the REINFORCE baseline on the ccgym bridge (``ccgym train reinforce``); see
+    :func:`ccgym.train.loop.train` for the run folder, ``resume`` and the result.
 
     Args:
         config: a config dict, TOML path or bundled config name merged over
-            :data:`DEFAULT_CONFIG`: tables ``[train]``, ``[[scenario]]``, ``[agent]``,
-            ``[reinforce]``, ``[network]``.
-        out_dir: receives ``config.json``, ``tb/`` (TensorBoard), ``history.jsonl``,
-            ``checkpoint.pt``, ``checkpoints/`` and ``policy.json``.
-        resume: continue from ``out_dir/checkpoint.pt`` (model, optimiser, update and step
-            counters, running-mean baseline, RNG states; with ``config=None`` also the
-            checkpoint's config).
-
-    Returns:
-        A dict with the number of updates, environment steps, episodes, the last update's
-        statistics and the paths written.
+            :data:`DEFAULT_CONFIG` (on resume, over the checkpoint's config): tables
+            ``[train]``, ``[[scenario]]``, ``[agent]``, ``[reinforce]``, ``[network]``.
+        out_dir: the run folder.
+        resume: continue from ``out_dir/checkpoint.pt`` (with the running-mean baseline).
+        progress: show a progress bar (default: when stderr is a terminal).
     """
-    return train_with("reinforce", DEFAULT_CONFIG, make_reinforce, config, out_dir, resume)
+    return loop.train(
+        ALGORITHM, DEFAULT_CONFIG, make_reinforce, config, out_dir, resume=resume, progress=progress
+    )
 
 
 def export_checkpoint(
     path: str | os.PathLike[str], calibration_obs: Any = None, percentile: float | None = None
 ) -> dict[str, Any]:
     """Plug-in for ``ccgym export``: the native policy dict of a REINFORCE checkpoint."""
-    return export_checkpoint_with(path, "reinforce", make_reinforce, calibration_obs, percentile)
+    return loop.export_checkpoint(path, ALGORITHM, make_reinforce, calibration_obs, percentile)
 
 
 __all__ = [
+    "ALGORITHM",
     "DEFAULT_CONFIG",
     "Reinforce",
     "ReinforceSettings",

@@ -16,13 +16,18 @@ One step is one batch of decision requests of all simulations::
         pool.act(actions)
 
 No Python object is created per agent or per decision: everything is a numpy array.
+
+The trainers of ``ccgym.agents`` step their training simulations through this same class
+(:class:`ccgym.train.rollout.TrainingRollout`): scenarios prepared by the trainer
+(:class:`PreparedScenario`), episode seeds from the run's generator (``seeds`` as a function)
+and the next episode started as soon as one ends (:meth:`AgentPool.start_next_episodes`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ccgym._errors import ScenarioError
+from ccgym.agent_defaults import AGENT_DEFAULTS, keep_rate_actions, neutral_action
 from ccgym.runner import native, scenario_json
 from ccgym.scenario import ScenarioSpec, load_scenario
 
@@ -40,6 +46,9 @@ __all__ = [
     "SIM_BITS",
     "AgentPool",
     "Batch",
+    "EndedEpisode",
+    "PreparedScenario",
+    "SeedFunction",
     "agent_config",
     "is_zero_duration",
     "keep_rate_actions",
@@ -48,25 +57,6 @@ __all__ = [
     "prepare_scenario",
     "split_key",
 ]
-
-AGENT_DEFAULTS: dict[str, Any] = {
-    "trigger": "probe",
-    "every_acks": 16,
-    "interval": "10us",
-    "features": ["action", "adpg"],
-    "history": 2,
-    "reward": "adpg_signal",
-    "action": "multiplier",
-    "multiplier_inc": 0.2,
-    "multiplier_dec": 0.2,
-    "aurora_alpha": 0.025,
-    "discrete": [0.8, 0.95, 1.0, 1.05, 1.1, 1.2],
-    "policy_delay": "1us",
-    "policy": "external",
-}
-"""Defaults of the ``[agent]`` table the adapters need (mirrors ``AgentConfig`` in
-``crates/sim/src/agent.rs``; the simulator applies its own defaults, these only shape the
-Gymnasium spaces)."""
 
 FLOW_BITS = 32
 """Bits of an agent key holding the flow id (the low bits)."""
@@ -113,39 +103,6 @@ def agent_config(scenario: Mapping[str, Any]) -> dict[str, Any]:
     return cfg
 
 
-def neutral_action(cfg: Mapping[str, Any]) -> float:
-    """The action that keeps a flow's rate under the action mapping of ``cfg``.
-
-    ``multiplier`` and ``aurora``: 0; ``discrete``: the index of the multiplier closest to 1;
-    ``rate``: NaN (there is no rate-keeping value; callers that need one use the ``rate``
-    feature of the observation instead, see :func:`keep_rate_actions`).
-    """
-    kind = cfg.get("action", "multiplier")
-    if kind == "discrete":
-        table = np.asarray(cfg.get("discrete", AGENT_DEFAULTS["discrete"]), dtype=np.float64)
-        return float(np.argmin(np.abs(table - 1.0)))
-    if kind == "rate":
-        return float("nan")
-    return 0.0
-
-
-def keep_rate_actions(cfg: Mapping[str, Any], obs: np.ndarray) -> np.ndarray:
-    """Actions that keep each flow's rate (float32, one per row of ``obs``).
-
-    The :func:`neutral_action` of ``cfg``; for the ``rate`` mapping the flow's current rate,
-    read from the ``rate`` feature of the newest observation row when the observation has it,
-    otherwise line rate (1.0).
-    """
-    n = len(obs)
-    if cfg.get("action", AGENT_DEFAULTS["action"]) != "rate":
-        return np.full(n, neutral_action(cfg), np.float32)
-    features = list(cfg.get("features", AGENT_DEFAULTS["features"]))
-    if "rate" not in features or n == 0:
-        return np.ones(n, np.float32)
-    newest = obs[:, obs.shape[1] - len(features) :]
-    return np.clip(newest[:, features.index("rate")], 0.0, 1.0).astype(np.float32)
-
-
 def prepare_scenario(
     spec: ScenarioSpec,
     overrides: Sequence[str] | None = None,
@@ -167,6 +124,33 @@ def prepare_scenario(
     table.update(agent or {})
     data["agent"] = table
     return data, base_dir
+
+
+@dataclass(frozen=True)
+class PreparedScenario:
+    """A scenario already loaded for the bridge (as :func:`prepare_scenario` returns it): the
+    pool uses it as it is, without overrides, ``agent`` table or ``cc`` switch."""
+
+    data: Mapping[str, Any]
+    """The scenario dict (its ``seed`` is replaced by each episode's seed)."""
+    base_dir: str | Path
+    """The folder that relative paths in it are resolved against."""
+
+
+SeedFunction = Callable[[int, int], int]
+"""``seed(simulation index, episode)``: the seed of an episode, called once as it starts."""
+
+
+@dataclass(frozen=True)
+class EndedEpisode:
+    """An episode that :meth:`AgentPool.start_next_episodes` found over."""
+
+    sim: int
+    """Simulation index in the pool."""
+    episode: int
+    """Its episode number (the keys of its agents carry it)."""
+    summary: dict[str, Any]
+    """The summary of the run (as :meth:`AgentPool.summary`)."""
 
 
 @dataclass(frozen=True)
@@ -313,11 +297,14 @@ class AgentPool:
     Args:
         scenarios: one scenario spec or a list of them (bundled name, TOML path or string,
             dict); each becomes one simulation of the pool (give the same name twice for two
-            simulations of it; seeds then tell them apart).
+            simulations of it; seeds then tell them apart). A :class:`PreparedScenario` is
+            used as it is (``overrides``, ``agent`` and ``cc`` do not apply to it).
         seeds: the seeds of the successive episodes: a flat list (used by every simulation)
             or one list per scenario. Episode ``e`` of simulation ``i`` uses
             ``seeds[i][e % len(seeds[i])]`` (with ``repeat_seeds``); ``None`` uses the
-            scenario's own seed plus ``e``.
+            scenario's own seed plus ``e``. A function ``seeds(i, e)`` is called once as each
+            episode starts (episode 0 of every simulation in index order, here), so it may
+            draw from a random generator.
         overrides: ``"dotted.key=value"`` strings applied to every scenario.
         agent: keys merged into every scenario's ``[agent]`` table (see ``docs/env.md``).
         auto_reset: start the next episode of a simulation that has ended, on the next
@@ -337,9 +324,9 @@ class AgentPool:
 
     def __init__(
         self,
-        scenarios: ScenarioSpec | Sequence[ScenarioSpec],
+        scenarios: ScenarioSpec | PreparedScenario | Sequence[ScenarioSpec | PreparedScenario],
         *,
-        seeds: Sequence[int] | Sequence[Sequence[int]] | None = None,
+        seeds: Sequence[int] | Sequence[Sequence[int]] | SeedFunction | None = None,
         overrides: Sequence[str] | None = None,
         agent: Mapping[str, Any] | None = None,
         auto_reset: bool = True,
@@ -350,7 +337,8 @@ class AgentPool:
     ) -> None:
         specs = (
             [scenarios]
-            if isinstance(scenarios, (str, Mapping)) or hasattr(scenarios, "__fspath__")
+            if isinstance(scenarios, (str, Mapping, PreparedScenario))
+            or hasattr(scenarios, "__fspath__")
             else list(scenarios)  # type: ignore[arg-type]
         )
         if not specs:
@@ -360,11 +348,15 @@ class AgentPool:
         self.scenarios: list[dict[str, Any]] = []
         self._base_dirs: list[str] = []
         for spec in specs:
-            data, base = prepare_scenario(spec, overrides, agent, cc)
+            if isinstance(spec, PreparedScenario):
+                data, base = dict(spec.data), spec.base_dir
+            else:
+                data, base = prepare_scenario(spec, overrides, agent, cc)
             self.scenarios.append(data)
             self._base_dirs.append(str(base))
         n = len(specs)
-        self._seeds = _seed_lists(seeds, n)
+        self._seed_fn: SeedFunction | None = seeds if callable(seeds) else None
+        self._seeds = _seed_lists(None if callable(seeds) else seeds, n)
         self.auto_reset = auto_reset
         self.repeat_seeds = repeat_seeds
         self.defer_duplicates = defer_duplicates
@@ -472,6 +464,8 @@ class AgentPool:
     # episodes
 
     def _episode_seed(self, i: int, episode: int) -> int | None:
+        if self._seed_fn is not None:
+            return int(self._seed_fn(i, episode))
         lst = self._seeds[i]
         if lst is None:
             base = self.scenarios[i].get("seed", 0)
@@ -482,6 +476,8 @@ class AgentPool:
 
     def _has_next(self, i: int) -> bool:
         """Whether simulation ``i`` has a seed for another episode."""
+        if self._seed_fn is not None:
+            return True
         lst = self._seeds[i]
         return lst is None or self.repeat_seeds or int(self._episode[i]) + 1 < len(lst)
 
@@ -547,6 +543,24 @@ class AgentPool:
                 self._exhausted[i] = True
                 continue
             self._new_episode(int(i), self._episode_seed(int(i), int(self._episode[i]) + 1))
+
+    def start_next_episodes(self) -> list[EndedEpisode]:
+        """Start the next episode of every simulation whose episode is over, now.
+
+        For callers that act on an ended episode at once (trainers log its summary and close
+        its agents' trajectories before the next step): use it with ``auto_reset=False``,
+        after answering the last batch. Returns the ended episodes in simulation order; a
+        simulation without a next seed (``repeat_seeds`` off) stays over and is reported once.
+        """
+        ended = []
+        for i in np.flatnonzero(self.over & ~self._exhausted & ~self._fresh):
+            i = int(i)
+            ended.append(EndedEpisode(i, int(self._episode[i]), self.summary(i)))
+            if self._has_next(i):
+                self.reset(i)
+            else:
+                self._exhausted[i] = True
+        return ended
 
     # ----------------------------------------------------------------------------------------
     # stepping

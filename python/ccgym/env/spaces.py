@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ccgym.env.bridge import AGENT_DEFAULTS, keep_rate_actions
+from ccgym.agent_defaults import AGENT_DEFAULTS, AURORA_ACTION_BOUND, keep_rate_actions
 
 __all__ = [
     "AURORA_ACTION_BOUND",
@@ -18,9 +18,6 @@ __all__ = [
     "to_bridge",
     "named_actions",
 ]
-
-AURORA_ACTION_BOUND = 1e6
-"""Bound of the ``aurora`` action (the simulator clamps it to +-1e6)."""
 
 
 def observation_space(obs_dim: int) -> gym.spaces.Box:

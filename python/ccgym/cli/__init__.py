@@ -1,0 +1,78 @@
+"""The ``ccgym`` command line, one module per command group:
+
+* :mod:`ccgym.cli.run`: ``run`` (simulate a scenario) and ``list``;
+* :mod:`ccgym.cli.perf`: ``perf`` (the simulator, the agent bridge, a native decision);
+* :mod:`ccgym.cli.learning`: ``train``, ``export`` and ``eval`` (learned congestion control);
+* :mod:`ccgym.cli.bench`: ``bench`` (benchmark suites);
+* :mod:`ccgym.cli.common`: number formatting, the run-summary table, argument types.
+
+User mistakes (a bad scenario, a missing file) print one red ``error: ...`` line on stderr and
+exit with status 2; ``--debug`` shows the traceback instead. Commands import what they need
+when they run, so ``ccgym run``, ``ccgym perf`` and ``ccgym bench`` never import PyTorch.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from ccgym._errors import InternalError, ScenarioError
+from ccgym.cli import bench, learning, perf, run
+from ccgym.cli.common import summary_table
+from ccgym.perf import PerfError
+
+__all__ = ["EXIT_FAILURE", "EXIT_USER_ERROR", "build_parser", "main", "summary_table"]
+
+EXIT_USER_ERROR = 2
+EXIT_FAILURE = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ccgym`` command."""
+    from ccgym import __version__
+
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
+    parser = argparse.ArgumentParser(
+        prog="ccgym", description="Datacenter congestion-control simulator.", parents=[debug]
+    )
+    parser.add_argument("--version", action="version", version=f"ccgym {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in (run, perf, learning, bench):
+        group.register(sub, debug)
+    return parser
+
+
+def _error(message: str) -> None:
+    line = " ".join(part.strip() for part in str(message).strip().splitlines())
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(line, style="red"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ccgym`` command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    if getattr(args, "debug", False):
+        return func(args)
+    try:
+        return func(args)
+    except KeyboardInterrupt:
+        _error("error: interrupted")
+        return 130
+    except (ScenarioError, OSError) as e:
+        _error(f"error: {e}")
+        return EXIT_USER_ERROR
+    except (ImportError, PerfError) as e:
+        _error(f"error: {e}")
+        return EXIT_FAILURE
+    except InternalError as e:
+        _error(f"internal error: {e} (a bug in ccgym; --debug shows the traceback)")
+        return EXIT_FAILURE
+    except Exception as e:
+        _error(f"error: {type(e).__name__}: {e} (--debug shows the traceback)")
+        return EXIT_FAILURE

@@ -1,0 +1,91 @@
+"""``ccgym bench``: a suite of runs (cached, in parallel), its tables and HTML report."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+
+from ccgym.cli.common import positive_int, stdout
+
+
+def register(sub: Any, debug: argparse.ArgumentParser) -> None:
+    """Adds ``bench``."""
+    p = sub.add_parser(
+        "bench", parents=[debug], help="run a benchmark suite (cached, parallel) and tabulate it"
+    )
+    p.add_argument(
+        "--suite",
+        required=True,
+        metavar="NAME|FILE",
+        help="bundled suite (quick, adpg-many-to-one, adpg-all-to-all, adpg-long-short) "
+        "or a suite TOML file",
+    )
+    p.add_argument(
+        "--jobs", type=positive_int, metavar="N", help="parallel runs (default: CPU count)"
+    )
+    p.add_argument(
+        "--out", metavar="DIR", help="results, cache and tables (default results/bench/SUITE)"
+    )
+    p.add_argument("--no-report", action="store_true", help="do not write DIR/report.html")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: rebuild the tables and report.html from the runs cached in DIR",
+    )
+    p.add_argument(
+        "--ray",
+        type=_ray_address,
+        metavar="ADDRESS",
+        help="run the jobs as Ray tasks: local (a private local Ray, --jobs CPUs), auto (the "
+        "cluster running on this machine), HOST:PORT or ray://HOST:PORT; needs ccgym[ray]",
+    )
+    p.set_defaults(func=cmd_bench)
+
+
+def _ray_address(text: str) -> str:
+    from ccgym.bench.ray_runner import check_address
+
+    try:
+        return check_address(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``ccgym bench``: run a suite (cached, in parallel) and print its table."""
+    from pathlib import Path
+
+    from ccgym.bench.runner import load_suite, run_suite
+    from ccgym.bench.tables import build_rows, rich_table, table_spec, write_tables
+
+    suite = load_suite(args.suite)
+    out_dir = Path(args.out or Path("results") / "bench" / suite["name"])
+    progress = Console(stderr=True).is_terminal
+    if args.report_only:
+        from ccgym.bench.report import rebuild_report
+
+        path, found, missing = rebuild_report(suite, out_dir, progress=progress)
+        line = f"{found} runs from the cache, {missing} missing; report: {path.resolve()}"
+        stdout().print(line, highlight=False, soft_wrap=True)
+        return 0
+    records, stats = run_suite(suite, out_dir, jobs=args.jobs, progress=progress, ray=args.ray)
+    spec = table_spec(suite.get("table"))
+    rows = build_rows(records, spec=spec)
+    title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
+    out = stdout()
+    out.print(rich_table(rows, title, spec))
+    paths = write_tables(rows, out_dir, title, spec)
+    out.print(
+        f"{stats.ran} runs done, {stats.cached} from the cache, {stats.wall_s:.1f} s; "
+        f"* = Pareto front per scenario; tables: {', '.join(map(str, paths))}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if not args.no_report:
+        from ccgym.bench.report import write_report
+
+        path = write_report(suite, records, out_dir, stats=stats, progress=progress)
+        out.print(f"report: {path.resolve()}", highlight=False, soft_wrap=True)
+    return 0

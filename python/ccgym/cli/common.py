@@ -1,0 +1,163 @@
+"""What the command groups of the ``ccgym`` command line share: number formatting, the
+console for tables, the run-summary table (``run`` and ``eval``) and argument types."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+DASH = "–"
+
+
+def get(d: Any, *keys: str | int) -> Any:
+    """``d[k0][k1]...``, or None when any level is missing or null."""
+    for k in keys:
+        if d is None:
+            return None
+        try:
+            d = d[k]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return d
+
+
+def num(x: Any, spec: str = "auto", unit: str = "", scale: float = 1.0) -> str:
+    """Format a number (None or NaN -> dash); ints get thousands separators.
+
+    ``spec`` is a format spec, or ``"auto"``: thousands separators from 1000 up, otherwise four
+    significant digits.
+    """
+    if x is None or isinstance(x, bool) or not isinstance(x, (int, float)):
+        return DASH if x is None else str(x)
+    if x != x:  # NaN
+        return DASH
+    if isinstance(x, int) and scale == 1.0:
+        text = f"{x:,}"
+    elif spec == "auto":
+        v = x * scale
+        text = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+    else:
+        text = format(x * scale, spec)
+    return f"{text} {unit}".rstrip()
+
+
+def nums(
+    d: Any, keys: Sequence[str], spec: str = "auto", unit: str = "", scale: float = 1.0
+) -> str:
+    """The values of ``keys`` in ``d`` as :func:`num` formats them, joined by " / "."""
+    values = " / ".join(num(get(d, k), spec, scale=scale) for k in keys)
+    return f"{values} {unit}".rstrip()
+
+
+def pct(x: Any) -> str:
+    """A fraction as a percentage."""
+    return num(x, ".2f", "%", scale=100.0)
+
+
+def summary_table(summary: dict[str, Any], timing: dict[str, Any] | None = None) -> Table:
+    """The summary of a run as a two-column rich table."""
+    s, t = summary, timing or {}
+    bn, net, fl, paper = s.get("bottleneck"), s.get("network"), s.get("flows"), s.get("paper")
+    window = get(s, "window_s") or []
+    table = Table(
+        title=f"ccgym run: {s.get('scenario', '?')}", show_header=False, title_justify="left"
+    )
+    table.add_column("metric", style="cyan", no_wrap=True)
+    table.add_column("value")
+
+    def section(rows: list[tuple[str, str]]) -> None:
+        for name, value in rows:
+            table.add_row(name, value)
+        table.add_section()
+
+    section(
+        [
+            ("seed", num(s.get("seed"))),
+            ("duration", num(s.get("duration_s"), unit="s")),
+            ("window", " – ".join(num(w) for w in window) + " s" if window else DASH),
+        ]
+    )
+    section(
+        [
+            ("bottleneck port", str(get(bn, "port") or DASH)),
+            ("utilisation", pct(get(bn, "utilization"))),
+            ("queue mean / p99 / max", nums(bn, QUEUE, unit="KB")),
+            ("queue latency mean / p99", nums(bn, QUEUE_LAT, unit="us")),
+        ]
+    )
+    section(
+        [
+            ("fairness: Jain", num(get(fl, "jain"), ".4f")),
+            ("fairness: min/max flows", num(get(fl, "min_max"), ".4f")),
+            ("fairness: min/max hosts", num(get(fl, "host_min_max"), ".4f")),
+        ]
+    )
+    drops_bytes = get(net, "drops_bytes")
+    section(
+        [
+            (
+                "drops",
+                f"{num(get(net, 'drops_packets'))} packets "
+                f"({num(drops_bytes, unit='MB', scale=1e-6)})",
+            ),
+            ("ECN marks", num(get(net, "ecn_marks"))),
+            ("PFC pauses", num(get(net, "pfc_pauses"))),
+        ]
+    )
+    section(
+        [
+            ("flows (completed)", f"{num(get(fl, 'count'))} ({num(get(fl, 'completed'))})"),
+            ("throughput per flow, mean", num(get(fl, "throughput_gbps_mean"), unit="Gbps")),
+            ("FCT mean / p50 / p95 / p99", nums(get(fl, "fct_us"), STATS, unit="us")),
+            ("slowdown mean / p50 / p95 / p99", nums(get(fl, "slowdown"), STATS)),
+        ]
+    )
+    section(
+        [
+            (
+                "paper: SU / FR / QL / drops",
+                f"{num(get(paper, 'SU'), '.2f', '%')} / {num(get(paper, 'FR'), '.2f', '%')}"
+                f" / {num(get(paper, 'QL'), unit='us')}"
+                f" / {num(get(paper, 'drops_mb'), unit='MB')}",
+            ),
+        ]
+    )
+    rows = [
+        ("events", num(s.get("events"))),
+        ("packet hops", num(s.get("packet_hops"))),
+    ]
+    if t:
+        rows += [
+            ("wall time", num(t.get("wall_s"), ".3f", "s")),
+            ("set-up time", num(t.get("setup_s"), unit="ms", scale=1e3)),
+            ("simulated events/s", num(t.get("events_per_s"), ",.0f")),
+        ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+QUEUE = ("queue_mean_kb", "queue_p99_kb", "queue_max_kb")
+QUEUE_LAT = ("queue_latency_mean_us", "queue_latency_p99_us")
+STATS = ("mean", "p50", "p95", "p99")
+
+
+def stdout() -> Console:
+    """A console for tables; as wide as the table needs when stdout is not a terminal."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value

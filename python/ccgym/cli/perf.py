@@ -1,0 +1,213 @@
+"""``ccgym perf``: the standard incast benchmark, the agent bridge (``--agent``) and the cost of
+one native policy decision (``--policy``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ccgym.cli.common import num, positive_int, stdout
+
+
+def register(sub: Any, debug: argparse.ArgumentParser) -> None:
+    """Adds ``perf``."""
+    from ccgym.perf import DEFAULT_DURATION
+
+    p = sub.add_parser(
+        "perf", parents=[debug], help="standard incast benchmark (events/s, ns per packet-hop)"
+    )
+    p.add_argument(
+        "--flows",
+        type=positive_int,
+        nargs="+",
+        metavar="N",
+        help="flow counts (default: 16 128 1024 8192)",
+    )
+    p.add_argument("--duration", default=DEFAULT_DURATION, metavar="T", help="simulated time")
+    p.add_argument(
+        "--cc",
+        nargs="+",
+        metavar="NAME",
+        help="also run the benchmark under these CC algorithms (line rate is always measured)",
+    )
+    p.add_argument(
+        "--agent",
+        action="store_true",
+        help="benchmark the agent bridge (decisions/s with a PyTorch policy) instead",
+    )
+    p.add_argument(
+        "--delays",
+        nargs="+",
+        metavar="T",
+        help="policy delays for --agent (default 0us 1us 5us 20us)",
+    )
+    p.add_argument(
+        "--policy",
+        nargs="?",
+        const="adpg-default",
+        metavar="NAME",
+        help="time one native decision of this policy (default adpg-default), float32 and int8 "
+        "side by side; with --agent, also measure the bridge with its weights and [agent] table",
+    )
+    p.add_argument(
+        "--agent-duration",
+        default="10ms",
+        metavar="T",
+        help="simulated time per --agent run (decisions after 2 ms are counted)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_perf)
+
+
+def cmd_perf(args: argparse.Namespace) -> int:
+    """``ccgym perf``: the standard incast benchmark, one fresh process per size."""
+    from ccgym.perf import STANDARD_FLOWS, run_perf
+
+    if args.agent:
+        return _perf_agent(args)
+    if args.policy is not None:
+        return _perf_policy(args)
+    flows = args.flows or list(STANDARD_FLOWS)
+    ccs = ["line_rate"] + [c for c in args.cc or [] if c != "line_rate"]
+    err = Console(stderr=True)
+    with err.status("") as status:
+        rows = run_perf(
+            flows,
+            args.duration,
+            on_start=lambda label: status.update(f"perf: {label} ..."),
+            ccs=ccs,
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        stdout().print(perf_table(rows))
+    return 0
+
+
+def perf_table(rows: list[dict[str, Any]]) -> Table:
+    """The rows of :func:`ccgym.perf.run_perf` as a rich table."""
+    table = Table(title="ccgym perf: standard incast, rates per CPU second of the run loop")
+    for title in (
+        "cc",
+        "flows",
+        "hosts×flows",
+        "sim time",
+        "events",
+        "events/s",
+        "hops/s",
+        "ns/hop",
+        "vs N=16",
+        "vs line rate",
+        "set-up",
+        "peak RSS",
+    ):
+        table.add_column(title, justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            str(r.get("cc", "line_rate")),
+            num(r["flows"]),
+            f"{r['hosts']}×{r['flows_per_host']}",
+            num(r["sim_time_s"] * 1e3, unit="ms"),
+            num(r["events"]),
+            num(r["events_per_s"], ".1f", "M", scale=1e-6),
+            num(r["hops_per_s"], ".1f", "M", scale=1e-6),
+            num(r["ns_per_hop"], ".1f"),
+            num(r.get("ratio_ns_per_hop"), ".2f", "×"),
+            num(r.get("ratio_vs_line_rate"), ".2f", "×"),
+            num(r["setup_s"], unit="ms", scale=1e3),
+            num(r["peak_rss_mb"], ".0f", "MB"),
+        )
+    return table
+
+
+def native_policy_table(row: dict[str, Any]) -> Table:
+    """The native decision cost of a policy (:func:`ccgym.perf.native_decision_ns`)."""
+    shape = "-".join(str(n) for n in row["layers"])
+    table = Table(
+        title=f"native decision cost: {row['policy']} ({shape})",
+        caption=f"{row['rounds']} rounds × {row['iterations']:,} decisions, precisions alternated",
+    )
+    for title in ("precision", "min ns", "median ns", "vs float32 (min / median)"):
+        table.add_column(title, justify="right")
+    ns = row["ns_per_decision"]
+    for p, t in ns.items():
+        ratio = " / ".join(f"{t[k] / ns['float32'][k]:.2f}×" for k in ("min", "median"))
+        table.add_row(p, num(t["min"], ".1f"), num(t["median"], ".1f"), ratio)
+    return table
+
+
+def _native_line(row: dict[str, Any]) -> str:
+    ns = row["ns_per_decision"]
+    text = f"native policy {row['policy']}: " + ", ".join(
+        f"{p} {t['min']:.1f} ns/decision" for p, t in ns.items()
+    )
+    if "int8_vs_float32" in row:
+        text += f" (int8 / float32 {row['int8_vs_float32']['min']:.2f})"
+    return text
+
+
+def _perf_policy(args: argparse.Namespace) -> int:
+    """``ccgym perf --policy [NAME]``: native decision cost, float32 and int8 side by side."""
+    from ccgym.perf import native_decision_ns
+
+    with Console(stderr=True).status(f"perf --policy: {args.policy} ..."):
+        row = native_decision_ns(args.policy)
+    if args.json:
+        print(json.dumps(row, indent=2))
+    else:
+        stdout().print(native_policy_table(row))
+    return 0
+
+
+def _perf_agent(args: argparse.Namespace) -> int:
+    """``ccgym perf --agent``: decisions per second through the bridge, native decision cost."""
+    from ccgym.perf import AGENT_DELAYS, NATIVE_POLICY, measure_agent, native_decision_ns
+
+    flows = (args.flows or [1024])[0]
+    delays = args.delays or list(AGENT_DELAYS)
+    policy_name = args.policy or NATIVE_POLICY
+    err = Console(stderr=True)
+    rows = []
+    with err.status("") as status:
+        for policy in (None, policy_name):
+            for d in delays:
+                status.update(f"perf --agent: {policy or 'controller'}, policy delay {d} ...")
+                rows.append(
+                    measure_agent(d, flows=flows, duration=args.agent_duration, policy=policy)
+                )
+        status.update("perf --agent: native policy ...")
+        native_row = native_decision_ns(policy_name)
+    if args.json:
+        print(json.dumps({"bridge": rows, "native": native_row}, indent=2))
+        return 0
+    table = Table(title=f"ccgym perf --agent: PyTorch MLP policy, pool of 2 × {flows}-to-1 incasts")
+    for title in (
+        "policy",
+        "trigger",
+        "policy delay",
+        "decisions",
+        "batches",
+        "mean batch",
+        "wall",
+        "decisions/s",
+    ):
+        table.add_column(title, justify="right")
+    for r in rows:
+        table.add_row(
+            r["policy"],
+            r["trigger"],
+            r["policy_delay"],
+            num(r["decisions"]),
+            num(r["batches"]),
+            num(r["mean_batch"], ".1f"),
+            num(r["wall_s"], ".2f", "s"),
+            num(r["decisions_per_s"], ",.0f"),
+        )
+    out = stdout()
+    out.print(table)
+    out.print(_native_line(native_row))
+    return 0

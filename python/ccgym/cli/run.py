@@ -1,0 +1,89 @@
+"""``ccgym run`` (simulate a scenario) and ``ccgym list`` (what ships with the package)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ccgym.cli.common import stdout, summary_table
+
+
+def register(sub: Any, debug: argparse.ArgumentParser) -> None:
+    """Adds ``run`` and ``list``."""
+    p = sub.add_parser("run", parents=[debug], help="run a scenario and print its summary")
+    p.add_argument("scenario", help="TOML file or bundled scenario name (see `ccgym list`)")
+    p.add_argument("--out", metavar="DIR", help="save summary, scenario and Parquet series here")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a scenario value, e.g. --set workload[0].load=0.3 (repeatable)",
+    )
+    p.add_argument(
+        "--cc",
+        metavar="NAME",
+        help="run every flow with this congestion control (see `ccgym list cc`); "
+        "tune it with --set cc.PARAM=VALUE",
+    )
+    p.add_argument("--seed", type=int, metavar="N", help="shorthand for --set seed=N")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "list", parents=[debug], help="list bundled scenarios, workloads or CC algorithms"
+    )
+    p.add_argument("what", choices=["scenarios", "workloads", "cc"])
+    p.set_defaults(func=cmd_list)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``ccgym run``: simulate a scenario, print its summary, optionally save the results."""
+    from ccgym.runner import run
+
+    overrides = list(args.set or [])
+    if args.seed is not None:
+        overrides.append(f"seed={args.seed}")
+    out = stdout()
+    progress = not args.quiet and Console(stderr=True).is_terminal
+    result = run(args.scenario, overrides=overrides, cc=args.cc, progress=progress)
+    if not args.quiet:
+        out.print(summary_table(result.summary, result.timing))
+    if args.out is not None:
+        path = result.save(args.out)
+        out.print(f"results: {path}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def cc_table(catalogue: list[tuple[str, str, list[tuple[str, str, str]]]]) -> Table:
+    """The congestion-control algorithms with their parameters and defaults."""
+    table = Table(title="congestion control (use with --cc NAME, tune with --set cc.PARAM=V)")
+    for title in ("algorithm", "parameter", "default", "meaning"):
+        table.add_column(title, overflow="fold")
+    for name, summary, params in catalogue:
+        table.add_row(f"[bold]{name}[/bold]", "", "", summary)
+        for pname, default, help_text in params:
+            table.add_row("", pname, default, help_text)
+        table.add_section()
+    return table
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """``ccgym list scenarios|workloads|cc``: what ships with the package."""
+    from ccgym import scenario as sc
+
+    if args.what == "cc":
+        from ccgym.runner import native
+
+        stdout().print(cc_table(native().cc_catalogue()))
+        return 0
+    if args.what == "scenarios":
+        rows = [(name, sc.scenario_description(name)) for name in sc.bundled_scenarios()]
+    else:
+        rows = [(name, sc.workload_description(name)) for name in sc.bundled_workloads()]
+    width = max((len(name) for name, _ in rows), default=0)
+    for name, description in rows:
+        print(f"{name:<{width}}  {description}".rstrip())
+    return 0

@@ -1,0 +1,388 @@
+"""The training loop every learner of ``ccgym.agents`` runs: collect, update, log, checkpoint.
+
+A learner (:class:`Learner`) brings its algorithm: how it acts, when its rollout is complete,
+how it updates, and how its policy is exported. :func:`train` does the rest, the same way for
+all of them:
+
+* the config (:mod:`ccgym.train.config`): the trainer's defaults merged with the given config,
+  or, on resume, the checkpoint's own config with the given one merged over it;
+* seeding: Python, NumPy and PyTorch from ``train.seed``, plus the run's generator
+  (``numpy.random.Generator``) that draws every episode's seed and the learners' random
+  choices;
+* collection through :class:`~ccgym.train.rollout.TrainingRollout` into
+  :class:`~ccgym.train.trajectories.AgentTrajectories` until the learner is ready, then one
+  update;
+* logs: TensorBoard (``tb/``: ``train/*`` per update, ``episode/<label>/*`` per finished
+  training episode), ``history.jsonl`` (the ``train/*`` values, one line per update), a
+  progress bar when stderr is a terminal;
+* checkpoints (``checkpoint.pt``, the latest, and ``checkpoints/ckpt-u<update>-d<decisions>.pt``
+  every ``train.checkpoint_every`` updates and at the end; Ctrl-C saves one too) with model,
+  optimiser, learner state, counters, config and every RNG state, and ``resume``;
+* ``policy.json``, the trained policy as a native file, at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ccgym import policies
+from ccgym.train.config import ConfigSource, load_config
+from ccgym.train.rollout import (
+    AgentTable,
+    FinishedEpisode,
+    TrainingRollout,
+    TrainingScenario,
+    scenario_entries,
+)
+from ccgym.train.trajectories import AgentTrajectories, PolicyOutput
+
+__all__ = [
+    "Learner",
+    "MakeLearner",
+    "export_checkpoint",
+    "load_learner",
+    "rng_state",
+    "seed_everything",
+    "set_rng_state",
+    "train",
+]
+
+
+class Learner:
+    """What the loop needs from a learning algorithm (subclass it).
+
+    Attributes:
+        model: every trained parameter (saved and restored by checkpoints).
+        optimizer: its optimiser.
+        segment_length: per-agent segments are cut after this many transitions (None: only at
+            an agent's end and at ``flush``).
+        progress_keys: statistics shown on the progress bar.
+    """
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    segment_length: int | None = None
+    progress_keys: tuple[str, ...] = ()
+
+    def act(self, obs: np.ndarray, deterministic: bool = False) -> PolicyOutput:
+        """The policy's actions (and what the update needs of them) at a batch of obs."""
+        raise NotImplementedError
+
+    def ready(self, traj: AgentTrajectories, update: int, decisions: int) -> bool:
+        """Whether the rollout of update number ``update`` (from 1) is complete, after
+        ``decisions`` decisions since the last update."""
+        raise NotImplementedError
+
+    def learn(
+        self, traj: AgentTrajectories, update: int, rng: np.random.Generator
+    ) -> dict[str, float]:
+        """Update number ``update`` on what ``traj`` holds (taking it out); returns the
+        ``train/*`` statistics. ``rng`` is the run's generator."""
+        raise NotImplementedError
+
+    def native_policy(self, config: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+        """The trained policy as a native ``ccgym-mlp`` dict; ``meta`` has ``algorithm``,
+        ``update`` and ``decisions``. Raises ValueError when the format cannot express it."""
+        raise NotImplementedError
+
+    def extra_state(self) -> dict[str, Any]:
+        """Learner state beyond the model and optimiser (for checkpoints)."""
+        return {}
+
+    def restore(self, checkpoint: Mapping[str, Any]) -> None:
+        """Loads the model, optimiser and extra state of a checkpoint."""
+        self.model.load_state_dict(checkpoint["model"])
+        self.optimizer.load_state_dict(checkpoint["optimizer"])
+
+
+MakeLearner = Callable[[int, Mapping[str, Any]], Learner]
+"""``make_learner(obs_dim, config)``: a learner for a merged config."""
+
+ScenarioBuilder = Callable[[Mapping[str, Any], AgentTable], list[TrainingScenario]]
+"""How a trainer's config names its training scenarios (see :mod:`ccgym.train.rollout`)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Seeding and checkpoints
+
+
+def seed_everything(seed: int) -> None:
+    """Seeds Python's, NumPy's global and PyTorch's generators."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    """Every generator's state: Python, NumPy global, the run's generator, PyTorch."""
+    return {
+        "python": random.getstate(),
+        "numpy_global": np.random.get_state(),
+        "numpy": rng.bit_generator.state,
+        "torch": torch.get_rng_state(),
+    }
+
+
+def set_rng_state(state: Mapping[str, Any], rng: np.random.Generator) -> None:
+    """Restores :func:`rng_state`."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy_global"])
+    rng.bit_generator.state = state["numpy"]
+    torch.set_rng_state(state["torch"])
+
+
+def _load(path: Path, name: str, what: str) -> dict[str, Any]:
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    alg = ckpt.get("algorithm") if isinstance(ckpt, dict) else None
+    if alg != name:
+        raise ValueError(f"{what}: {path} is a {alg} checkpoint, not {name}")
+    return ckpt
+
+
+def _save(path: Path, state: Mapping[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(dict(state), tmp)
+    os.replace(tmp, path)
+
+
+def load_learner(
+    path: str | os.PathLike[str], name: str, make_learner: MakeLearner
+) -> tuple[Learner, dict[str, Any], dict[str, Any]]:
+    """``(learner, config, checkpoint)`` from a checkpoint written by :func:`train`."""
+    ckpt = _load(Path(path), name, "load")
+    config = ckpt["config"]
+    learner = make_learner(int(ckpt["obs_dim"]), config)
+    learner.restore(ckpt)
+    return learner, config, ckpt
+
+
+def export_checkpoint(
+    path: str | os.PathLike[str],
+    name: str,
+    make_learner: MakeLearner,
+    calibration_obs: Any = None,
+    percentile: float | None = None,
+) -> dict[str, Any]:
+    """The native policy dict of a checkpoint (``ccgym export``), int8-calibrated on
+    ``calibration_obs`` if given (observations as the policy sees them)."""
+    learner, config, ckpt = load_learner(path, name, make_learner)
+    meta = {"algorithm": name, "update": ckpt["update"], "decisions": ckpt["decisions"]}
+    policy = learner.native_policy(config, meta)
+    if calibration_obs is not None:
+        policy = policies.with_calibration(policy, calibration_obs, percentile)
+    return policy
+
+
+# --------------------------------------------------------------------------------------------
+# Logging
+
+
+def _log_episode(writer: Any, episode: FinishedEpisode, update: int) -> None:
+    """Metrics of a finished training episode (its statistics window), per scenario label."""
+    s = episode.summary
+    bn = s.get("bottleneck") or {}
+    for tag, v in (
+        ("utilization", bn.get("utilization")),
+        ("queue_latency_us", bn.get("queue_latency_mean_us")),
+        ("jain", (s.get("flows") or {}).get("jain")),
+        ("drops_packets", (s.get("network") or {}).get("drops_packets")),
+        ("reward_per_step", episode.reward_per_step),
+    ):
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            writer.add_scalar(f"episode/{episode.label}/{tag}", v, update)
+
+
+def _progress(name: str, show: bool | None) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    columns = (
+        TextColumn(f"[bold]{name}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+    )
+    enabled = console.is_terminal if show is None else show
+    return Progress(*columns, console=console, disable=not enabled)
+
+
+# --------------------------------------------------------------------------------------------
+# The loop
+
+
+def train(
+    name: str,
+    defaults: Mapping[str, Any],
+    make_learner: MakeLearner,
+    config: ConfigSource | None,
+    out_dir: str | os.PathLike[str],
+    *,
+    resume: bool = False,
+    progress: bool | None = None,
+    scenarios: ScenarioBuilder = scenario_entries,
+) -> dict[str, Any]:
+    """Trains learner ``name`` (the module name of ``ccgym.agents``) as configured.
+
+    Args:
+        name: the trainer's name, recorded in checkpoints as ``"algorithm"``.
+        defaults: the trainer's ``DEFAULT_CONFIG``.
+        make_learner: builds the learner for an observation length and a merged config.
+        config: a config dict, a TOML (or JSON) path or a bundled config name, merged over
+            ``defaults``; on resume merged over the checkpoint's config instead (None: the
+            checkpoint's config as it is).
+        out_dir: the run folder (see the module docstring for what it receives).
+        resume: continue from ``out_dir/checkpoint.pt``: model, optimiser, learner state,
+            update and decision counters, every RNG state. The simulations in flight are not
+            saved: they restart with seeds drawn from the restored generator, and partial
+            per-agent trajectories are lost.
+        progress: show a progress bar (default: when stderr is a terminal).
+        scenarios: how the config names its training scenarios.
+
+    Returns:
+        ``algorithm``, ``updates``, ``decisions``, ``episodes``, ``wall_s``, the ``stats`` of
+        the last update and the paths written (``checkpoint``, ``policy`` when exported).
+    """
+    from torch.utils.tensorboard import SummaryWriter
+
+    out = Path(out_dir)
+    ckpt_path = out / "checkpoint.pt"
+    ckpt: dict[str, Any] | None = None
+    if resume:
+        if not ckpt_path.is_file():
+            raise FileNotFoundError(f"resume: no checkpoint at {ckpt_path}")
+        ckpt = _load(ckpt_path, name, "resume")
+        # The checkpoint's own config rebuilds the networks it saved.
+        cfg = load_config(config, ckpt["config"])
+    else:
+        cfg = load_config(config, defaults)
+    train_cfg = cfg["train"]
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(int(train_cfg.get("torch_threads", 1)))
+    seed = int(train_cfg["seed"])
+    seed_everything(seed)
+    rng = np.random.default_rng(seed)
+
+    table = AgentTable(cfg["agent"])
+    learner = make_learner(table.obs_dim, cfg)
+    update, decisions, episodes, wall_before = 0, 0, 0, 0.0
+    if ckpt is not None:
+        learner.restore(ckpt)
+        set_rng_state(ckpt["rng"], rng)
+        update, decisions = int(ckpt["update"]), int(ckpt["decisions"])
+        episodes, wall_before = int(ckpt["episodes"]), float(ckpt["wall_s"])
+    rollout = TrainingRollout(scenarios(cfg, table), table, rng)
+    traj = AgentTrajectories(learner.segment_length)
+
+    (out / "config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
+    hist_path = out / "history.jsonl"
+    if resume and hist_path.is_file():  # drop the updates that will be redone
+        lines = hist_path.read_text(encoding="utf-8").splitlines()
+        kept = [ln for ln in lines if ln.strip() and json.loads(ln)["update"] <= update]
+        hist_path.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
+    elif hist_path.is_file():
+        hist_path.unlink()
+    writer = SummaryWriter(str(out / "tb"), purge_step=update + 1 if resume else None)
+
+    target = int(train_cfg["updates"])
+    every = int(train_cfg.get("checkpoint_every", 0) or 0)
+    max_wall = float(train_cfg.get("max_wall_s", 0) or 0)
+    t0 = time.perf_counter()
+
+    def wall() -> float:
+        return wall_before + time.perf_counter() - t0
+
+    def save(tag: bool) -> None:
+        state = {
+            "algorithm": name,
+            "update": update,
+            "decisions": decisions,
+            "episodes": episodes,
+            "wall_s": wall(),
+            "model": learner.model.state_dict(),
+            "optimizer": learner.optimizer.state_dict(),
+            "extra": learner.extra_state(),
+            "rng": rng_state(rng),
+            "config": cfg,
+            "obs_dim": table.obs_dim,
+        }
+        _save(ckpt_path, state)
+        if tag:
+            _save(out / "checkpoints" / f"ckpt-u{update:05d}-d{decisions}.pt", state)
+
+    stats: dict[str, float] = {}
+    interrupted = False
+    try:
+        with _progress(name, progress) as bar:
+            task = bar.add_task("train", total=target, completed=update, info="")
+            while update < target:
+                # ---- collect until the learner's rollout is complete
+                t_rollout = time.perf_counter()
+                n_decisions = 0
+                while not learner.ready(traj, update + 1, n_decisions):
+                    n, finished = rollout.step(learner.act, traj)
+                    n_decisions += n
+                    for episode in finished:
+                        episodes += 1
+                        _log_episode(writer, episode, update + 1)
+                # ---- one update
+                t_update = time.perf_counter()
+                stats = learner.learn(traj, update + 1, rng)
+                update += 1
+                decisions += n_decisions
+                now = time.perf_counter()
+                stats.update(
+                    decisions=float(n_decisions),
+                    decisions_total=float(decisions),
+                    rollout_s=t_update - t_rollout,
+                    update_s=now - t_update,
+                    decisions_per_s=n_decisions / max(t_update - t_rollout, 1e-9),
+                    wall_s=wall(),
+                )
+                for k, v in stats.items():
+                    writer.add_scalar(f"train/{k}", v, update)
+                with open(hist_path, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"update": update, **stats}) + "\n")
+                info = "  ".join(f"{k} {stats[k]:.3g}" for k in learner.progress_keys if k in stats)
+                bar.update(task, completed=update, info=f"decisions {decisions:,}  {info}")
+                if max_wall > 0 and wall() >= max_wall:
+                    break
+                if every > 0 and update % every == 0 and update < target:
+                    save(tag=True)
+    except KeyboardInterrupt:  # saved below: the run continues with --resume
+        interrupted = True
+    save(tag=True)
+    writer.close()
+    if interrupted:
+        raise KeyboardInterrupt
+
+    result: dict[str, Any] = {
+        "algorithm": name,
+        "updates": update,
+        "decisions": decisions,
+        "episodes": episodes,
+        "wall_s": wall(),
+        "checkpoint": str(ckpt_path),
+        "stats": stats,
+    }
+    if train_cfg.get("export_policy", True):
+        meta = {"algorithm": name, "update": update, "decisions": decisions}
+        try:
+            policy = learner.native_policy(cfg, meta)
+        except ValueError:  # the native format cannot express this policy
+            policy = None
+        if policy is not None:
+            result["policy"] = str(policies.save_policy(policy, out / "policy.json"))
+    return result
