@@ -1,7 +1,8 @@
 """The agent bridge's core defaults as Python needs them, in one module.
 
-The simulator owns the ``[agent]`` table (``AgentConfig`` in ``crates/sim/src/agent.rs``): its
-defaults, reward names and action mappings. Python needs a few of them before any simulation
+The simulator owns the ``[agent]`` table (``AgentConfig`` in ``crates/sim/src/config.rs``; names
+and checks in ``crates/sim/src/cc/agent/spec.rs``): its defaults, reward names and action
+mappings. Python needs a few of them before any simulation
 exists: to shape Gymnasium spaces, to pick the action that keeps a flow's rate, to tell a
 simulator reward from one a trainer computes. They are copied here and nowhere else, so that
 taking them from ``ccgym._sim`` instead is a change to this file only.
@@ -49,7 +50,7 @@ BRIDGE_REWARDS: tuple[str, ...] = (
     "throughput_delay",
     "log_utility",
 )
-"""Rewards the simulator computes (``[agent] reward``; ``REWARDS`` in ``agent.rs``)."""
+"""Rewards the simulator computes (``[agent] reward``; ``REWARDS`` in ``cc/agent/spec.rs``)."""
 
 AURORA_ACTION_BOUND = 1e6
 """The simulator clamps an ``aurora`` action to +-this."""
