@@ -340,10 +340,9 @@ impl Simulation {
             return Ok(());
         }
         let pk = &self.scenario.packets;
-        let max_packet = [pk.payload + pk.header, pk.ack, pk.nack, pk.cnp, pk.probe, pk.pfc]
-            .into_iter()
-            .max()
-            .expect("non-empty") as u64;
+        let max_packet =
+            [pk.payload + pk.header, pk.ack, pk.nack, pk.cnp, pk.probe, pk.pfc].into_iter().max().expect("non-empty")
+                as u64;
         let node_id = |field: String, name: &str, topo: &Topology| -> CfgResult<u32> {
             topo.nodes.iter().position(|n| n.name == name).map(|i| i as u32).ok_or_else(|| {
                 ConfigError::new(
