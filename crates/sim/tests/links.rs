@@ -65,11 +65,27 @@ fn assert_rate_step_at_1ms(sim: &mut Simulation, p: u32) {
 
 #[test]
 fn a_scheduled_rate_change_takes_effect_at_its_instant() {
-    let mut sim = build(uplink_scenario(json!([
+    let scenario = uplink_scenario(json!([
         {"from": "h1", "to": "sw0", "schedule": [{"at": "1ms", "rate": "2Gbps"}]}
-    ])));
+    ]));
+    let mut sim = build(scenario.clone());
     let p = port(&sim, "h1", "sw0");
     assert_rate_step_at_1ms(&mut sim, p);
+
+    // The packet that straddles the step is charged by integrating across it:
+    // its bits before 1 ms at 10 Gb/s, the rest at 2 Gb/s. The sender is
+    // back to back, so each packet starts when the previous one ends.
+    let mut sim = build(scenario);
+    sim.run_until(MS - 5 * US);
+    let (mut start, mut end) = (0, sim.ports()[p as usize].busy_until);
+    while end <= MS {
+        sim.run_until(end);
+        (start, end) = (end, sim.ports()[p as usize].busy_until);
+    }
+    assert!(start < MS, "no packet straddles the step");
+    let before = (MS - start) as u128 * 10 * G as u128; // bit-picoseconds sent by 1 ms
+    let rest = (PKT as u128 * 8 * SEC as u128 - before).div_ceil(2 * G as u128) as u64;
+    assert_eq!(end, MS + rest, "straddling packet started at {start}");
     // The reverse direction is untouched.
     assert_eq!(sim.ports()[port(&sim, "sw0", "h1") as usize].rate_bps, 10 * G);
 }
@@ -197,6 +213,7 @@ fn a_mahimahi_trace_link_delivers_at_the_trace_average_rate() {
         "link": [{"from": "sw0", "to": "h0", "trace": "bursty.trace"}],
     });
     let mut sim = Simulation::from_json(&scenario.to_string(), &dir).expect("valid scenario");
+    let mut bursts = Simulation::from_json(&scenario.to_string(), &dir).expect("valid scenario");
     std::fs::remove_dir_all(&dir).unwrap();
     let p = port(&sim, "sw0", "h0") as usize;
     assert_eq!(sim.ports()[p].rate_bps, 14_400_000);
@@ -206,6 +223,20 @@ fn a_mahimahi_trace_link_delivers_at_the_trace_average_rate() {
     let delivered = sim.conservation().delivered_bytes;
     let want = 50 * 12 * 1_500;
     assert!(delivered.abs_diff(want) <= 1_500 + PKT, "delivered {delivered}, expected {want}");
+
+    // Deliveries happen at the trace's opportunities only: none between 3 and
+    // 5 ms of a period, three opportunities' worth at 7 ms (mean-rate
+    // serialisation would deliver steadily).
+    let at = |sim: &mut Simulation, t: u64| {
+        sim.run_until(t);
+        sim.conservation().delivered_bytes
+    };
+    let period = 10 * MS;
+    let sim = &mut bursts;
+    let (a, b) = (at(sim, period + 3 * MS + 2 * US), at(sim, period + 5 * MS));
+    assert_eq!(a, b, "delivered between opportunities");
+    let (c, d) = (at(sim, period + 7 * MS - 1), at(sim, period + 7 * MS + 2 * US));
+    assert!(d - c >= 3 * 1_500 - PKT && d - c <= 3 * 1_500 + PKT, "7 ms burst delivered {} bytes", d - c);
 }
 
 fn config_error(link: Value) -> ccgym_sim::config::ConfigError {
