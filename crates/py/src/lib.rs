@@ -179,6 +179,29 @@ impl Simulation {
         }
         Ok((summary, out))
     }
+
+    /// Sets the rate of one link direction to `rate_bps` (bit/s) from now on,
+    /// forgetting later steps of its `[[link]]` schedule. `port` is the global
+    /// id of the transmitting port or its name, `"from->to"` (e.g.
+    /// `"sw0->h0"`). A packet being serialised keeps its end. ValueError for
+    /// an unknown port, a rate that is not a positive finite number, or a
+    /// link driven by a mahimahi trace.
+    fn set_link_rate(&mut self, port: &Bound<'_, PyAny>, rate_bps: f64) -> PyResult<()> {
+        let sim = self.sim.as_mut().ok_or_else(|| InternalError::new_err("the simulation failed earlier"))?;
+        let id = if let Ok(id) = port.extract::<u32>() {
+            id
+        } else if let Ok(name) = port.extract::<String>() {
+            (0..sim.ports().len() as u32).find(|&p| sim.port_name(p) == name).ok_or_else(|| {
+                PyValueError::new_err(format!("no link direction named {name:?} (names are \"from->to\")"))
+            })?
+        } else {
+            return Err(PyValueError::new_err("port must be a port id (int) or a name \"from->to\""));
+        };
+        if !(rate_bps.is_finite() && rate_bps >= 1.0 && rate_bps <= u64::MAX as f64) {
+            return Err(PyValueError::new_err(format!("rate_bps must be a positive number of bit/s, not {rate_bps}")));
+        }
+        guarded("set link rate", || sim.set_link_rate(id, rate_bps.round() as u64))?.map_err(PyValueError::new_err)
+    }
 }
 
 /// Turns a batch into a dict of numpy arrays (`sim` added when `sim_index` is given).

@@ -78,6 +78,10 @@ pub struct Scenario {
     /// Learned CC: how flows whose CC is `agent` observe, are rewarded and act.
     #[serde(default)]
     pub agent: Option<AgentConfig>,
+    /// Links that change: per link direction, a rate schedule or mahimahi
+    /// trace, random loss and a policer (`[[link]]` tables).
+    #[serde(default)]
+    pub link: Vec<crate::net::link_config::LinkModelConfig>,
 }
 
 fn default_name() -> String {

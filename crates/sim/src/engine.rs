@@ -60,6 +60,12 @@ pub enum Event {
     WindowStart,
     /// End of the collection window.
     WindowEnd,
+    /// A port's rate schedule reaches its next step: the port's reported
+    /// rate (`rate_bps`, read by INT) follows it.
+    LinkRate {
+        /// Global port id.
+        port: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]

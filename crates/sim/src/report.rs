@@ -125,7 +125,7 @@ impl Simulation {
                 continue;
             }
             let q = self.queue_samples(i);
-            ports_json.push(json!({
+            let mut entry = json!({
                 "id": p,
                 "name": self.port_name(p),
                 "utilization": self.port_utilization(p),
@@ -142,7 +142,12 @@ impl Simulation {
                 "paused_fraction": opt(self.window_len().map(|len| {
                     ps_to_s(self.ports()[pt.peer as usize].stats.win_paused_time) / ps_to_s(len)
                 })),
-            }));
+            });
+            if pt.model.is_some() {
+                entry["link_drops_packets"] = json!(st.win_link_drops);
+                entry["link_drops_bytes"] = json!(st.win_link_drop_bytes);
+            }
+            ports_json.push(entry);
         }
         let bottleneck = best.map(|(p, _, _)| {
             let i = self.series().ports.iter().position(|&x| x == p).expect("sampled port");
@@ -202,7 +207,7 @@ impl Simulation {
         let su = bottleneck.as_ref().and_then(|b| b["utilization"].as_f64());
         let ql = bottleneck.as_ref().and_then(|b| b["queue_latency_mean_us"].as_f64());
         let mean_rate = (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64);
-        json!({
+        let mut summary = json!({
             "scenario": sc.name,
             "seed": sc.seed,
             "duration_s": ps_to_s(self.end()),
@@ -249,7 +254,18 @@ impl Simulation {
                 "in_flight_bytes": self.in_flight_data_bytes(),
             },
             "ports": ports_json,
-        })
+        });
+        // Losses on lossy or policed links (`[[link]]`), over every port that
+        // has a link model; the key is absent when none has one.
+        if self.ports().iter().any(|pt| pt.model.is_some()) {
+            let (n, b) = self
+                .ports()
+                .iter()
+                .fold((0, 0), |(n, b), pt| (n + pt.stats.win_link_drops, b + pt.stats.win_link_drop_bytes));
+            summary["network"]["link_drops_packets"] = json!(n);
+            summary["network"]["link_drops_bytes"] = json!(b);
+        }
+        summary
     }
 
     /// The time series and per-port / per-flow tables.

@@ -1,7 +1,8 @@
 //! Scenario fields for links that change: a rate schedule or a mahimahi
 //! trace, random loss and a policer, per link direction.
 //!
-//! Proposed scenario form (a top-level array of tables, `Scenario::link`):
+//! Scenario form (a top-level array of tables, `Scenario::link`; reference in
+//! docs/scenarios.md):
 //!
 //! ```toml
 //! [[link]]
@@ -26,8 +27,9 @@
 //! port of `from` facing `to` (an unknown name or non-adjacent pair is a
 //! [`ConfigError`] on `link[i].from` / `link[i].to`; two entries for one
 //! direction are an error on the second's `from`), calls
-//! [`LinkModelConfig::build`] and stores the result in that port. The
-//! topology's own rate of the link is the rate before a schedule's first step.
+//! [`LinkModelConfig::build`] and stores the result in that port
+//! (`build_link_models` in `sim/build.rs`). The topology's own rate of the
+//! link is the rate before a schedule's first step.
 
 use crate::config::{CfgResult, ConfigError};
 use crate::net::link_model::{

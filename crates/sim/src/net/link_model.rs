@@ -46,9 +46,9 @@
 //!   `enq_time` at a switch port; a host NIC passes `now`, or any earlier time
 //!   (say the previous packet's start) when it had the packet ready while the
 //!   previous one was being sent. The port's `rate_bps`
-//!   (reported in INT records) is refreshed from [`RateSchedule::rate_at`] at
-//!   transmit, or by an event at [`RateSchedule::next_change`];
-//!   `ps_per_byte` must be 0 on such a port.
+//!   (reported in INT records) is refreshed from [`RateSchedule::rate_at`] by
+//!   a `LinkRate` event at each [`RateSchedule::next_change`] (a trace port
+//!   reports [`TraceLink::mean_rate_bps`]); `ps_per_byte` is 0 on such a port.
 //! * `on_arrive`, before the receiving node sees the packet:
 //!   [`LinkModel::filter`]`(now, size, &mut rng)` returns why the link lost
 //!   it, if it did; the port counts the drop (a new per-port `link_drops`) and

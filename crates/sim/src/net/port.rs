@@ -5,6 +5,7 @@
 //! wire arrive in order, so they wait in a FIFO and only the oldest has a
 //! pending arrival event: one event per port, however many packets fly.
 
+use crate::net::link_model::LinkModel;
 use crate::packet::PktId;
 use crate::units::Time;
 use rand::Rng;
@@ -105,6 +106,15 @@ pub struct PortStats {
     /// ECN profile inside the window: per queue-length bin (see [`ECN_BINS`]),
     /// data packets that met the marker and packets it marked.
     pub ecn_profile: Vec<[u64; 2]>,
+    /// Packets the link model lost on this port's wire (random loss or
+    /// policer; all time).
+    pub link_drops: u64,
+    /// Bytes of those packets.
+    pub link_drop_bytes: u64,
+    /// Packets the link model lost inside the window.
+    pub win_link_drops: u64,
+    /// Bytes of those packets.
+    pub win_link_drop_bytes: u64,
 }
 
 /// Number of queue-length bins of the ECN profile; they span [0, 1.25 kmax].
@@ -156,6 +166,9 @@ pub struct Port {
     pub tx_bytes: u64,
     /// Counters.
     pub stats: PortStats,
+    /// What makes this link direction differ from a fixed-rate lossless wire
+    /// (`[[link]]` tables, `set_link_rate`); `None` on most ports.
+    pub model: Option<Box<LinkModel>>,
 }
 
 impl Port {

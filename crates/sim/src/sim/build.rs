@@ -20,6 +20,7 @@ use crate::config::{parse_scenario, CfgResult, ConfigError, Scenario};
 use crate::engine::{Event, EventQueue};
 use crate::flow::{Flow, FlowPath, FlowStats, MonitorInterval, Receiver, Sender, TcpRecovery};
 use crate::host::{Host, SchedState};
+use crate::net::link_model::{LinkModel, LinkTiming};
 use crate::net::port::{Port, PortStats, Queue, Red, SchedKind};
 use crate::net::switch::Mmu;
 use crate::packet::PacketPool;
@@ -101,6 +102,7 @@ impl Simulation {
                     wire: Default::default(),
                     tx_bytes: 0,
                     stats: PortStats::default(),
+                    model: None,
                 }
             })
             .collect();
@@ -170,6 +172,7 @@ impl Simulation {
             series: Series::default(),
             scenario: sc,
         };
+        sim.build_link_models(base_dir)?;
         sim.bridge = build_bridge(&sim.scenario, base_dir)?;
         sim.create_flows(specs)?;
         sim.schedule_initial();
@@ -322,6 +325,99 @@ impl Simulation {
             let period = self.rto_sweep_period();
             self.events.push(period, Event::RtoSweep { host: 0 });
         }
+    }
+}
+
+impl Simulation {
+    /// Builds the scenario's `[[link]]` entries into the ports they name
+    /// (the direction `from -> to`, and `to -> from` too with
+    /// `both_directions`; every parallel link between the two nodes). A port
+    /// with a timing model reports its initial rate, and a schedule arms a
+    /// `LinkRate` event for its next step. Entries are checked here so that
+    /// the errors name the entry; no random draw happens.
+    fn build_link_models(&mut self, base_dir: &Path) -> CfgResult<()> {
+        if self.scenario.link.is_empty() {
+            return Ok(());
+        }
+        let pk = &self.scenario.packets;
+        let max_packet =
+            [pk.payload + pk.header, pk.ack, pk.nack, pk.cnp, pk.probe, pk.pfc].into_iter().max().expect("non-empty")
+                as u64;
+        let node_id = |field: String, name: &str, topo: &Topology| -> CfgResult<u32> {
+            topo.nodes.iter().position(|n| n.name == name).map(|i| i as u32).ok_or_else(|| {
+                ConfigError::new(
+                    field,
+                    format!("\"{name}\""),
+                    "no node of that name (built-in topologies name hosts h0, h1, ... and switches sw0, left, \
+                     right, leaf0, spine0, edge0, agg0, core0, ...)",
+                )
+            })
+        };
+        // Which entry configured each port, to refuse a second one.
+        let mut owner: Vec<Option<usize>> = vec![None; self.ports.len()];
+        for i in 0..self.scenario.link.len() {
+            let field = format!("link[{i}]");
+            let cfg = self.scenario.link[i].clone();
+            cfg.validate(&field)?;
+            let from = node_id(format!("{field}.from"), &cfg.from, &self.topo)?;
+            let to = node_id(format!("{field}.to"), &cfg.to, &self.topo)?;
+            let mut directions = vec![(from, to)];
+            if cfg.both_directions {
+                directions.push((to, from));
+            }
+            for (a, b) in directions {
+                let ports: Vec<u32> = self.topo.nodes[a as usize]
+                    .ports
+                    .iter()
+                    .copied()
+                    .filter(|&p| self.ports[self.ports[p as usize].peer as usize].node == b)
+                    .collect();
+                if ports.is_empty() {
+                    return Err(ConfigError::new(
+                        format!("{field}.to"),
+                        format!("\"{}\"", cfg.to),
+                        format!("is not adjacent to \"{}\"; a [[link]] entry names the two ends of one link", cfg.from),
+                    ));
+                }
+                for p in ports {
+                    if let Some(prev) = owner[p as usize] {
+                        return Err(ConfigError::new(
+                            format!("{field}.from"),
+                            format!("\"{}\"", cfg.from),
+                            format!("link {} is already configured by link[{prev}]", self.port_name(p)),
+                        ));
+                    }
+                    owner[p as usize] = Some(i);
+                    let rate = self.ports[p as usize].rate_bps;
+                    let model = cfg.build(&field, base_dir, rate, max_packet)?;
+                    self.install_link_model(p, model);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives port `p` its link model: a timing model takes over from the
+    /// fixed rate (the `ps_per_byte` shortcut is off, the reported rate is
+    /// the schedule's at time 0 or the trace's mean), and a schedule with a
+    /// later step arms its `LinkRate` event.
+    fn install_link_model(&mut self, p: u32, model: LinkModel) {
+        let pt = &mut self.ports[p as usize];
+        match &model.timing {
+            Some(LinkTiming::Schedule(s)) => {
+                pt.rate_bps = s.rate_at(0);
+                pt.ps_per_byte = 0;
+                if let Some(t) = s.next_change(0) {
+                    self.events.push(t, Event::LinkRate { port: p });
+                }
+            }
+            Some(LinkTiming::Trace(t)) => {
+                pt.rate_bps = t.mean_rate_bps().max(1);
+                pt.ps_per_byte = 0;
+            }
+            None => {}
+        }
+        pt.model = Some(Box::new(model));
     }
 }
 

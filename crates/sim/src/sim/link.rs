@@ -21,6 +21,7 @@
 
 use super::Simulation;
 use crate::engine::Event;
+use crate::net::link_model::LinkTiming;
 use crate::packet::{PacketKind, PktId};
 use crate::topology::NodeKind;
 use crate::units::{ser_time, Time};
@@ -37,9 +38,29 @@ impl Simulation {
     /// Starts transmitting `pid` on `port` now.
     #[inline]
     pub(super) fn transmit(&mut self, port: u32, pid: PktId) {
-        let size = self.pool.get(pid).size as u64;
+        let p = self.pool.get(pid);
+        let size = p.size as u64;
         let pt = &mut self.ports[port as usize];
-        let ser = if pt.ps_per_byte > 0 { size * pt.ps_per_byte } else { ser_time(size, pt.rate_bps) };
+        let ser = match pt.model.as_deref_mut().and_then(|m| m.timing.as_mut()) {
+            None if pt.ps_per_byte > 0 => size * pt.ps_per_byte,
+            None => ser_time(size, pt.rate_bps),
+            Some(timing) => {
+                // When the packet joined the port's queue, for a trace's
+                // delivery opportunities (see `LinkTiming::transmit_end`).
+                let queued_at = if pt.is_host || p.kind == PacketKind::Pfc {
+                    // A NIC packet sent the instant the previous one ended had
+                    // been waiting behind it; any other was made just now.
+                    if pt.busy_until == self.now && self.now > 0 {
+                        self.now - 1
+                    } else {
+                        self.now
+                    }
+                } else {
+                    p.enq_time
+                };
+                timing.transmit_end(self.now, queued_at, size as u32) - self.now
+            }
+        };
         pt.busy_until = self.now + ser;
         pt.tx_bytes += size;
         let mut arrival = self.now + ser + pt.delay;
@@ -98,6 +119,28 @@ impl Simulation {
         if let Some(&(t, _)) = pt.wire.front() {
             self.events.push(t, Event::Arrive { port });
         }
+        if let Some(model) = pt.model.as_deref_mut() {
+            // PFC frames are link-local: losing one would model a broken
+            // switch, not a lossy path.
+            let (kind, size) = {
+                let p = self.pool.get(pid);
+                (p.kind, p.size as u64)
+            };
+            if kind != PacketKind::Pfc && model.filter(self.now, size, &mut self.rng).is_some() {
+                let st = &mut pt.stats;
+                st.link_drops += 1;
+                st.link_drop_bytes += size;
+                if self.in_window {
+                    st.win_link_drops += 1;
+                    st.win_link_drop_bytes += size;
+                }
+                if kind == PacketKind::Data {
+                    self.cons.dropped_bytes += size;
+                }
+                self.pool.free(pid);
+                return;
+            }
+        }
         let in_port = pt.peer;
         let node = self.ports[in_port as usize].node;
         match self.topo.nodes[node as usize].kind {
@@ -154,5 +197,22 @@ impl Simulation {
             }
         }
         self.try_send(port);
+    }
+}
+
+impl Simulation {
+    /// The `LinkRate` event: `port`'s rate schedule reached a step, so the
+    /// rate the port reports (INT, port tables) follows it, and the next step
+    /// is armed. After `set_link_rate` forgot the later steps, a pending
+    /// event finds the rate unchanged and arms nothing.
+    pub(super) fn on_link_rate(&mut self, port: u32) {
+        let now = self.now;
+        let pt = &mut self.ports[port as usize];
+        if let Some(LinkTiming::Schedule(s)) = pt.model.as_deref().and_then(|m| m.timing.as_ref()) {
+            pt.rate_bps = s.rate_at(now);
+            if let Some(t) = s.next_change(now) {
+                self.events.push(t, Event::LinkRate { port });
+            }
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! | file | concept | events it handles |
 //! |---|---|---|
 //! | `build.rs` | checking the scenario, building ports, switch memory and flows | |
-//! | `link.rs` | serialisation, wires, PFC pause and resume | `TxDone`, `Arrive` |
+//! | `link.rs` | serialisation, wires, PFC pause and resume, link models (schedules, traces, loss, policers) | `TxDone`, `Arrive`, `LinkRate` |
 //! | `switch.rs` | the switch datapath: ECMP, admission, ECN, queues, INT | |
 //! | `nic.rs` | the NIC transmit scheduler and the packets it builds | `NicWake` |
 //! | `receiver.rs` | a host's arrivals; ACK, NACK, CNP and probe replies | |
@@ -196,6 +196,7 @@ impl Simulation {
             Event::Sample => self.take_sample(),
             Event::WindowStart => self.window_start(),
             Event::WindowEnd => self.window_end(),
+            Event::LinkRate { port } => self.on_link_rate(port),
         }
     }
 }
