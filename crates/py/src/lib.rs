@@ -478,6 +478,41 @@ fn cc_catalogue() -> Vec<(String, String, Vec<ParamRow>)> {
         .collect()
 }
 
+// ---- Agent names and defaults, exported so Python does not copy them ----
+
+/// The defaults of the scenario's `[agent]` table (`AgentConfig::default()`),
+/// as a dict in scenario form (durations as strings such as "10us").
+#[pyfunction]
+fn agent_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let text = serde_json::to_string(&ccgym_sim::config::AgentConfig::default())
+        .map_err(|e| InternalError::new_err(format!("agent defaults: {e}")))?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+/// Feature names accepted in `agent.features`, in the core's order.
+#[pyfunction]
+fn agent_feature_names() -> Vec<&'static str> {
+    ccgym_sim::cc::agent::FEATURES.iter().map(|(n, _)| *n).collect()
+}
+
+/// Reward names accepted in `agent.reward`.
+#[pyfunction]
+fn agent_reward_names() -> Vec<&'static str> {
+    ccgym_sim::cc::agent::REWARDS.iter().map(|(n, _)| *n).collect()
+}
+
+/// Action mappings accepted in `agent.action`.
+#[pyfunction]
+fn agent_action_names() -> Vec<&'static str> {
+    ccgym_sim::cc::agent::ACTIONS.to_vec()
+}
+
+/// Decision triggers accepted in `agent.trigger`.
+#[pyfunction]
+fn agent_trigger_names() -> Vec<&'static str> {
+    ccgym_sim::cc::agent::TRIGGERS.to_vec()
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
@@ -487,5 +522,10 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cc_catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(bench_policy, m)?)?;
     m.add_function(wrap_pyfunction!(policy_forward, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_feature_names, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_reward_names, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_action_names, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_trigger_names, m)?)?;
     Ok(())
 }

@@ -6,7 +6,7 @@
 //! (`shared/specs/scenarios.md` section 1) where it has one.
 
 use crate::units::{Bytes, Duration, Rate, MS, NS, US};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -357,7 +357,7 @@ impl Default for CcConfig {
 }
 
 /// The scenario's `[agent]` table.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
     /// When a flow asks for a decision: `probe` (RTT-probe reply), `acks` or `interval`.
@@ -420,6 +420,27 @@ pub struct AgentConfig {
     pub idle_probe: bool,
     /// RTT of an ACK-measured interval: `mean` of its samples or the `last` one.
     pub rtt_estimate: String,
+    /// `window` action: the unit of the action, `bytes` or `packets` (of the flow's MTU).
+    pub window_unit: String,
+    /// `per_ack` action: the per-ACK window increments an action index selects
+    /// (QTCP): a number of bytes (may be negative) or `"reno"` (+MSS x MSS / cwnd).
+    pub per_ack: Vec<PerAckStep>,
+    /// `window` and `per_ack` actions: the smallest window (0 = one MTU).
+    pub min_window: Bytes,
+    /// `window` and `per_ack` actions: the window a flow starts with (0 = its BDP).
+    pub initial_window: Bytes,
+    /// Gain of the EWMA features (`send_gap_ewma`, `ack_gap_ewma`), in (0, 1].
+    pub ewma_gain: f64,
+}
+
+/// One entry of `agent.per_ack`: bytes added to the window per ACK, or a named rule.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum PerAckStep {
+    /// A fixed number of bytes per ACK (negative shrinks the window).
+    Bytes(f64),
+    /// A named rule: `"reno"` adds MSS x MSS / cwnd per ACK (congestion avoidance).
+    Named(String),
 }
 
 impl Default for AgentConfig {
@@ -451,6 +472,11 @@ impl Default for AgentConfig {
             probe_timeout: Duration(MS),
             idle_probe: false,
             rtt_estimate: "mean".into(),
+            window_unit: "bytes".into(),
+            per_ack: vec![PerAckStep::Bytes(10.0), PerAckStep::Bytes(0.0), PerAckStep::Bytes(-1.0)],
+            min_window: Bytes(0),
+            initial_window: Bytes(0),
+            ewma_gain: 0.125,
         }
     }
 }
