@@ -143,7 +143,30 @@ impl Simulation {
         let core = self.core()?;
         let dim = core.obs_dim();
         let batch = core.batch().cloned().unwrap_or_default();
-        Ok((over, batch_dict(py, batch, dim, None)?))
+        let d = batch_dict(py, batch, dim, None)?;
+        add_queue_group(py, &d, core, None)?;
+        Ok((over, d))
+    }
+
+    /// Observation width of a switch-queue agent (0 without `agent.queues`).
+    #[getter]
+    fn queue_obs_dim(&self) -> PyResult<usize> {
+        Ok(self.core()?.queue_obs_dim())
+    }
+
+    /// The (port, data queue) of each switch-queue agent, by agent id.
+    fn queue_agent_targets(&self) -> PyResult<Vec<(u32, usize)>> {
+        let core = self.core()?;
+        Ok((0..core.queue_agents() as u32).filter_map(|i| core.queue_agent_target(i)).collect())
+    }
+
+    /// The ECN profile (kmin bytes, kmax bytes, pmax) of data queue `queue` of
+    /// port `port`, or None when it does not mark.
+    fn queue_ecn(&self, port: u32, queue: usize) -> PyResult<Option<(u64, u64, f64)>> {
+        let core = self.core()?;
+        let pt = core.ports().get(port as usize).ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("no port"))?;
+        let q = pt.queues.get(queue).ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("no queue"))?;
+        Ok(q.red.map(|r| (r.kmin, r.kmax, r.pmax)))
     }
 
     /// Answers the last batch with one action per entry.
@@ -197,6 +220,21 @@ fn batch_dict<'py>(py: Python<'py>, b: Batch, dim: usize, sim_index: Option<Vec<
     Ok(d)
 }
 
+/// Adds the switch-queue agent group under `queue` when the simulation has
+/// queue agents: `agent`, `time_s`, `obs` (K x Dq), `reward`, `done`,
+/// `truncated` (and `sim` in a pool). Flow-only scenarios keep today's dict.
+fn add_queue_group(py: Python<'_>, d: &Bound<'_, PyDict>, core: &Core, sim_index: Option<Vec<u32>>) -> PyResult<()> {
+    if core.queue_agents() == 0 {
+        return Ok(());
+    }
+    let b = core.queue_batch().cloned().unwrap_or_default();
+    let g = batch_dict(py, b, core.queue_obs_dim(), sim_index)?;
+    let ids = g.get_item("flow")?.expect("batch_dict sets flow");
+    g.set_item("agent", ids)?;
+    g.del_item("flow")?;
+    d.set_item("queue", g)
+}
+
 /// Several simulations stepped together: one batch holds the decisions of
 /// all of them, and the simulations run on all cores when there is enough work between batches.
 #[pyclass(module = "ccgym._sim")]
@@ -206,6 +244,10 @@ struct Pool {
     dim: usize,
     /// Entries per simulation in the last batch (to split the actions).
     last_counts: Vec<usize>,
+    /// Switch-queue agent observation width (0: no queue agents in the pool).
+    qdim: usize,
+    /// Queue-group entries per simulation in the last batch.
+    last_qcounts: Vec<usize>,
     /// Wall nanoseconds each simulation took to reach the last batch: the forecast of the next
     /// step's work, which decides whether stepping in parallel pays for waking the workers.
     last_work_ns: Vec<u64>,
@@ -239,12 +281,20 @@ impl Pool {
         if dims.iter().any(|&d| d != dims[0]) {
             return Err(ScenarioError::new_err(format!("observation lengths differ across the pool: {dims:?}")));
         }
+        let qdims: Vec<usize> = sims.iter().map(|s| s.as_ref().unwrap().queue_obs_dim()).collect();
+        if qdims.iter().any(|&d| d != qdims[0]) {
+            return Err(ScenarioError::new_err(format!(
+                "queue-agent observation widths differ across the pool: {qdims:?}"
+            )));
+        }
         let n = sims.len();
         Ok(Pool {
             sims,
             over: vec![false; n],
             dim: dims[0],
             last_counts: vec![0; n],
+            qdim: qdims[0],
+            last_qcounts: vec![0; n],
             last_work_ns: vec![PARALLEL_STEP_MIN_NS; n],
         })
     }
@@ -324,10 +374,13 @@ impl Pool {
         let results = results.into_iter().map(|(r, _)| r);
         let mut merged = Batch::default();
         let mut index = vec![];
+        let mut qmerged = Batch::default();
+        let mut qindex = vec![];
         for (i, r) in results.enumerate() {
             let sim = self.sims[i].as_ref().ok_or_else(|| InternalError::new_err("a simulation failed earlier"))?;
             if self.over[i] {
                 self.last_counts[i] = 0;
+                self.last_qcounts[i] = 0;
                 continue;
             }
             self.over[i] = r.map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
@@ -340,28 +393,50 @@ impl Pool {
             merged.rewards.extend_from_slice(&b.rewards);
             merged.done.extend_from_slice(&b.done);
             merged.truncated.extend_from_slice(&b.truncated);
+            let qb = sim.queue_batch().expect("agent scenario");
+            self.last_qcounts[i] = qb.len();
+            qindex.extend(std::iter::repeat_n(i as u32, qb.len()));
+            qmerged.flows.extend_from_slice(&qb.flows);
+            qmerged.times.extend_from_slice(&qb.times);
+            qmerged.obs.extend_from_slice(&qb.obs);
+            qmerged.rewards.extend_from_slice(&qb.rewards);
+            qmerged.done.extend_from_slice(&qb.done);
+            qmerged.truncated.extend_from_slice(&qb.truncated);
         }
-        batch_dict(py, merged, self.dim, Some(index))
+        let d = batch_dict(py, merged, self.dim, Some(index))?;
+        if self.qdim > 0 {
+            let g = batch_dict(py, qmerged, self.qdim, Some(qindex))?;
+            let ids = g.get_item("flow")?.expect("batch_dict sets flow");
+            g.set_item("agent", ids)?;
+            g.del_item("flow")?;
+            d.set_item("queue", g)?;
+        }
+        Ok(d)
     }
 
     /// Answers the last pooled batch, one action per entry.
     fn act(&mut self, actions: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
         let actions = actions.as_slice()?;
-        let total: usize = self.last_counts.iter().sum();
+        let flow_total: usize = self.last_counts.iter().sum();
+        let total: usize = flow_total + self.last_qcounts.iter().sum::<usize>();
         if actions.len() != total {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "expected {total} actions (one per batch entry), got {}",
                 actions.len()
             )));
         }
-        let mut at = 0;
-        for (i, &n) in self.last_counts.iter().enumerate() {
+        // The flow group of every simulation comes first, then the queue group;
+        // each simulation takes its flow actions followed by its queue actions.
+        let (mut at, mut qat) = (0, flow_total);
+        for (i, (&n, &qn)) in self.last_counts.iter().zip(&self.last_qcounts).enumerate() {
             let Some(sim) = self.sims[i].as_mut() else { continue };
-            let part = &actions[at..at + n];
+            let mut part = actions[at..at + n].to_vec();
+            part.extend_from_slice(&actions[qat..qat + qn]);
             at += n;
+            qat += qn;
             // A simulation that was already over contributed nothing to the batch.
-            if n > 0 {
-                guarded("pool act", || sim.agent_act(part))?.map_err(pyo3::exceptions::PyValueError::new_err)?;
+            if n + qn > 0 {
+                guarded("pool act", || sim.agent_act(&part))?.map_err(pyo3::exceptions::PyValueError::new_err)?;
             }
         }
         Ok(())
@@ -375,12 +450,13 @@ impl Pool {
         let built =
             py.detach(move || guarded("set-up", move || Core::from_json(&scenario_json, Path::new(&base_dir))))?;
         let sim = built.map_err(|e| ScenarioError::new_err(e.to_string()))?;
-        if sim.obs_dim() != self.dim {
+        if sim.obs_dim() != self.dim || sim.queue_obs_dim() != self.qdim {
             return Err(ScenarioError::new_err("the new scenario's observation length differs from the pool's"));
         }
         self.sims[i] = Some(sim);
         self.over[i] = false;
         self.last_counts[i] = 0;
+        self.last_qcounts[i] = 0;
         self.last_work_ns[i] = PARALLEL_STEP_MIN_NS;
         Ok(())
     }

@@ -431,6 +431,27 @@ pub struct AgentConfig {
     pub initial_window: Bytes,
     /// Gain of the EWMA features (`send_gap_ewma`, `ack_gap_ewma`), in (0, 1].
     pub ewma_gain: f64,
+    /// Switch-queue agents: switch egress ports by name (`"switch->peer"`, as
+    /// in the result tables); each data queue of each port is one agent (ACC).
+    pub queues: Vec<String>,
+    /// Switch-queue agents: the sampling interval (one decision per interval).
+    pub queue_interval: Duration,
+    /// Switch-queue agents: intervals per observation (oldest first).
+    pub queue_history: u32,
+    /// Switch-queue agents: the ECN (RED) profiles an action index selects.
+    pub ecn_profiles: Vec<EcnProfile>,
+}
+
+/// An ECN marking profile a switch-queue agent can select (`agent.ecn_profiles`).
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EcnProfile {
+    /// No marking at or below this queue length.
+    pub kmin: Bytes,
+    /// Marking probability reaches `pmax` here; above it every packet is marked.
+    pub kmax: Bytes,
+    /// Marking probability at `kmax`.
+    pub pmax: f64,
 }
 
 /// One entry of `agent.per_ack`: bytes added to the window per ACK, or a named rule.
@@ -477,6 +498,10 @@ impl Default for AgentConfig {
             min_window: Bytes(0),
             initial_window: Bytes(0),
             ewma_gain: 0.125,
+            queues: vec![],
+            queue_interval: Duration(10 * US),
+            queue_history: 3,
+            ecn_profiles: vec![],
         }
     }
 }

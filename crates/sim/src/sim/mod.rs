@@ -36,6 +36,7 @@ mod control;
 mod link;
 mod metrics;
 mod nic;
+mod queue_agent;
 mod receiver;
 mod switch;
 mod transport;
@@ -196,6 +197,8 @@ impl Simulation {
             Event::Sample => self.take_sample(),
             Event::WindowStart => self.window_start(),
             Event::WindowEnd => self.window_end(),
+            Event::QueueTick => self.on_queue_tick(),
+            Event::QueueAction { agent, action } => self.on_queue_action(agent, action),
         }
     }
 }
