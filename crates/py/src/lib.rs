@@ -430,13 +430,19 @@ impl Pool {
         let (mut at, mut qat) = (0, flow_total);
         for (i, (&n, &qn)) in self.last_counts.iter().zip(&self.last_qcounts).enumerate() {
             let Some(sim) = self.sims[i].as_mut() else { continue };
-            let mut part = actions[at..at + n].to_vec();
-            part.extend_from_slice(&actions[qat..qat + qn]);
+            // Without queue agents the flow part is passed as it is (no copy).
+            let joined: Vec<f32>;
+            let part = if qn == 0 {
+                &actions[at..at + n]
+            } else {
+                joined = [&actions[at..at + n], &actions[qat..qat + qn]].concat();
+                &joined[..]
+            };
             at += n;
             qat += qn;
             // A simulation that was already over contributed nothing to the batch.
             if n + qn > 0 {
-                guarded("pool act", || sim.agent_act(&part))?.map_err(pyo3::exceptions::PyValueError::new_err)?;
+                guarded("pool act", || sim.agent_act(part))?.map_err(pyo3::exceptions::PyValueError::new_err)?;
             }
         }
         Ok(())
