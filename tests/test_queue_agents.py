@@ -132,3 +132,22 @@ def test_queue_agents_in_a_pool() -> None:
 def test_bad_queue_agent_tables_name_the_field(change: dict[str, Any], field: str) -> None:
     with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]")):
         build(scenario(change))
+
+
+def test_flow_and_queue_groups_together_take_flow_actions_first() -> None:
+    data = scenario({"trigger": "interval", "interval": "10us"})
+    data["cc"] = {"algorithm": "agent"}
+    sim = build(data)
+    port, queue = sim.queue_agent_targets()[0]
+    over, batch = sim.agent_step()
+    nf, nq = len(batch["flow"]), len(batch["queue"]["agent"])
+    assert nf == 3 and nq == 1
+    assert batch["obs"].shape == (3, sim.obs_dim)
+    assert batch["queue"]["obs"].shape == (1, sim.queue_obs_dim) != batch["obs"].shape
+    with pytest.raises(ValueError, match="expected 4 actions"):
+        sim.agent_act(np.zeros(3, np.float32))
+    # Flow actions (multiplier 0: keep) first, then the queue's profile index.
+    sim.agent_act(np.array([0.0, 0.0, 0.0, 1.0], np.float32))
+    t0 = int(round(float(batch["queue"]["time_s"][0]) * 1e12))
+    sim.run_until(t0 + 3_000_000)
+    assert sim.queue_ecn(port, queue) == (50 * 1024, 200 * 1024, 0.5)
