@@ -249,3 +249,20 @@ fn hold_ticks_skips_ticks_with_nothing_sent_or_heard() {
     let held = decisions(9);
     assert!((45..=60).contains(&held), "{held} decisions holding up to 9 ticks");
 }
+
+/// The `window` actuator drives throughput through the window: 4 flows held at
+/// 2 packets each (about 8 KiB per RTT of ~10 us) use a small part of a 100 Gb/s
+/// bottleneck; at 64 packets each they fill it.
+#[test]
+fn window_action_limits_a_flow_by_its_window() {
+    let util = |pkts: f32| {
+        let agent = json!({"trigger": "interval", "interval": "10us", "action": "window",
+                           "window_unit": "packets", "policy_delay": "1us"});
+        let mut sim = build(&scenario(agent, long4(), "1ms"));
+        drive(&mut sim, |_| pkts);
+        sim.summary()["bottleneck"]["utilization"].as_f64().unwrap()
+    };
+    let (small, large) = (util(2.0), util(64.0));
+    assert!(small < 0.3, "2-packet windows use {small}");
+    assert!(large > 0.9, "64-packet windows use {large}");
+}
