@@ -211,7 +211,8 @@ impl Simulation {
                 bridge.queue_batch.push(id as u32, now, &a.history, a.reward, false, false);
             }
         }
-        if now + qa.interval <= self.end {
+        // No sample at the end itself: the run ends there, and the truncated entry closes it.
+        if now + qa.interval < self.end {
             self.events.push(now + qa.interval, Event::QueueTick);
         }
     }
