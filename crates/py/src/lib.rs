@@ -143,7 +143,30 @@ impl Simulation {
         let core = self.core()?;
         let dim = core.obs_dim();
         let batch = core.batch().cloned().unwrap_or_default();
-        Ok((over, batch_dict(py, batch, dim, None)?))
+        let d = batch_dict(py, batch, dim, None)?;
+        add_queue_group(py, &d, core, None)?;
+        Ok((over, d))
+    }
+
+    /// Observation width of a switch-queue agent (0 without `agent.queues`).
+    #[getter]
+    fn queue_obs_dim(&self) -> PyResult<usize> {
+        Ok(self.core()?.queue_obs_dim())
+    }
+
+    /// The (port, data queue) of each switch-queue agent, by agent id.
+    fn queue_agent_targets(&self) -> PyResult<Vec<(u32, usize)>> {
+        let core = self.core()?;
+        Ok((0..core.queue_agents() as u32).filter_map(|i| core.queue_agent_target(i)).collect())
+    }
+
+    /// The ECN profile (kmin bytes, kmax bytes, pmax) of data queue `queue` of
+    /// port `port`, or None when it does not mark.
+    fn queue_ecn(&self, port: u32, queue: usize) -> PyResult<Option<(u64, u64, f64)>> {
+        let core = self.core()?;
+        let pt = core.ports().get(port as usize).ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("no port"))?;
+        let q = pt.queues.get(queue).ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("no queue"))?;
+        Ok(q.red.map(|r| (r.kmin, r.kmax, r.pmax)))
     }
 
     /// Answers the last batch with one action per entry.
@@ -220,6 +243,21 @@ fn batch_dict<'py>(py: Python<'py>, b: Batch, dim: usize, sim_index: Option<Vec<
     Ok(d)
 }
 
+/// Adds the switch-queue agent group under `queue` when the simulation has
+/// queue agents: `agent`, `time_s`, `obs` (K x Dq), `reward`, `done`,
+/// `truncated` (and `sim` in a pool). Flow-only scenarios keep today's dict.
+fn add_queue_group(py: Python<'_>, d: &Bound<'_, PyDict>, core: &Core, sim_index: Option<Vec<u32>>) -> PyResult<()> {
+    if core.queue_agents() == 0 {
+        return Ok(());
+    }
+    let b = core.queue_batch().cloned().unwrap_or_default();
+    let g = batch_dict(py, b, core.queue_obs_dim(), sim_index)?;
+    let ids = g.get_item("flow")?.expect("batch_dict sets flow");
+    g.set_item("agent", ids)?;
+    g.del_item("flow")?;
+    d.set_item("queue", g)
+}
+
 /// Several simulations stepped together: one batch holds the decisions of
 /// all of them, and the simulations run on all cores when there is enough work between batches.
 #[pyclass(module = "ccgym._sim")]
@@ -229,6 +267,10 @@ struct Pool {
     dim: usize,
     /// Entries per simulation in the last batch (to split the actions).
     last_counts: Vec<usize>,
+    /// Switch-queue agent observation width (0: no queue agents in the pool).
+    qdim: usize,
+    /// Queue-group entries per simulation in the last batch.
+    last_qcounts: Vec<usize>,
     /// Wall nanoseconds each simulation took to reach the last batch: the forecast of the next
     /// step's work, which decides whether stepping in parallel pays for waking the workers.
     last_work_ns: Vec<u64>,
@@ -262,12 +304,20 @@ impl Pool {
         if dims.iter().any(|&d| d != dims[0]) {
             return Err(ScenarioError::new_err(format!("observation lengths differ across the pool: {dims:?}")));
         }
+        let qdims: Vec<usize> = sims.iter().map(|s| s.as_ref().unwrap().queue_obs_dim()).collect();
+        if qdims.iter().any(|&d| d != qdims[0]) {
+            return Err(ScenarioError::new_err(format!(
+                "queue-agent observation widths differ across the pool: {qdims:?}"
+            )));
+        }
         let n = sims.len();
         Ok(Pool {
             sims,
             over: vec![false; n],
             dim: dims[0],
             last_counts: vec![0; n],
+            qdim: qdims[0],
+            last_qcounts: vec![0; n],
             last_work_ns: vec![PARALLEL_STEP_MIN_NS; n],
         })
     }
@@ -347,10 +397,13 @@ impl Pool {
         let results = results.into_iter().map(|(r, _)| r);
         let mut merged = Batch::default();
         let mut index = vec![];
+        let mut qmerged = Batch::default();
+        let mut qindex = vec![];
         for (i, r) in results.enumerate() {
             let sim = self.sims[i].as_ref().ok_or_else(|| InternalError::new_err("a simulation failed earlier"))?;
             if self.over[i] {
                 self.last_counts[i] = 0;
+                self.last_qcounts[i] = 0;
                 continue;
             }
             self.over[i] = r.map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
@@ -363,27 +416,55 @@ impl Pool {
             merged.rewards.extend_from_slice(&b.rewards);
             merged.done.extend_from_slice(&b.done);
             merged.truncated.extend_from_slice(&b.truncated);
+            let qb = sim.queue_batch().expect("agent scenario");
+            self.last_qcounts[i] = qb.len();
+            qindex.extend(std::iter::repeat_n(i as u32, qb.len()));
+            qmerged.flows.extend_from_slice(&qb.flows);
+            qmerged.times.extend_from_slice(&qb.times);
+            qmerged.obs.extend_from_slice(&qb.obs);
+            qmerged.rewards.extend_from_slice(&qb.rewards);
+            qmerged.done.extend_from_slice(&qb.done);
+            qmerged.truncated.extend_from_slice(&qb.truncated);
         }
-        batch_dict(py, merged, self.dim, Some(index))
+        let d = batch_dict(py, merged, self.dim, Some(index))?;
+        if self.qdim > 0 {
+            let g = batch_dict(py, qmerged, self.qdim, Some(qindex))?;
+            let ids = g.get_item("flow")?.expect("batch_dict sets flow");
+            g.set_item("agent", ids)?;
+            g.del_item("flow")?;
+            d.set_item("queue", g)?;
+        }
+        Ok(d)
     }
 
     /// Answers the last pooled batch, one action per entry.
     fn act(&mut self, actions: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
         let actions = actions.as_slice()?;
-        let total: usize = self.last_counts.iter().sum();
+        let flow_total: usize = self.last_counts.iter().sum();
+        let total: usize = flow_total + self.last_qcounts.iter().sum::<usize>();
         if actions.len() != total {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "expected {total} actions (one per batch entry), got {}",
                 actions.len()
             )));
         }
-        let mut at = 0;
-        for (i, &n) in self.last_counts.iter().enumerate() {
+        // The flow group of every simulation comes first, then the queue group;
+        // each simulation takes its flow actions followed by its queue actions.
+        let (mut at, mut qat) = (0, flow_total);
+        for (i, (&n, &qn)) in self.last_counts.iter().zip(&self.last_qcounts).enumerate() {
             let Some(sim) = self.sims[i].as_mut() else { continue };
-            let part = &actions[at..at + n];
+            // Without queue agents the flow part is passed as it is (no copy).
+            let joined: Vec<f32>;
+            let part = if qn == 0 {
+                &actions[at..at + n]
+            } else {
+                joined = [&actions[at..at + n], &actions[qat..qat + qn]].concat();
+                &joined[..]
+            };
             at += n;
+            qat += qn;
             // A simulation that was already over contributed nothing to the batch.
-            if n > 0 {
+            if n + qn > 0 {
                 guarded("pool act", || sim.agent_act(part))?.map_err(pyo3::exceptions::PyValueError::new_err)?;
             }
         }
@@ -398,12 +479,13 @@ impl Pool {
         let built =
             py.detach(move || guarded("set-up", move || Core::from_json(&scenario_json, Path::new(&base_dir))))?;
         let sim = built.map_err(|e| ScenarioError::new_err(e.to_string()))?;
-        if sim.obs_dim() != self.dim {
+        if sim.obs_dim() != self.dim || sim.queue_obs_dim() != self.qdim {
             return Err(ScenarioError::new_err("the new scenario's observation length differs from the pool's"));
         }
         self.sims[i] = Some(sim);
         self.over[i] = false;
         self.last_counts[i] = 0;
+        self.last_qcounts[i] = 0;
         self.last_work_ns[i] = PARALLEL_STEP_MIN_NS;
         Ok(())
     }
@@ -501,6 +583,41 @@ fn cc_catalogue() -> Vec<(String, String, Vec<ParamRow>)> {
         .collect()
 }
 
+// ---- Agent names and defaults, exported so Python does not copy them ----
+
+/// The defaults of the scenario's `[agent]` table (`AgentConfig::default()`),
+/// as a dict in scenario form (durations as strings such as "10us").
+#[pyfunction]
+fn agent_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let text = serde_json::to_string(&ccgym_sim::config::AgentConfig::default())
+        .map_err(|e| InternalError::new_err(format!("agent defaults: {e}")))?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+/// Feature names accepted in `agent.features`, in the core's order.
+#[pyfunction]
+fn agent_feature_names() -> Vec<&'static str> {
+    ccgym_sim::cc::agent::FEATURES.iter().map(|(n, _)| *n).collect()
+}
+
+/// Reward names accepted in `agent.reward`.
+#[pyfunction]
+fn agent_reward_names() -> Vec<&'static str> {
+    ccgym_sim::cc::agent::REWARDS.iter().map(|(n, _)| *n).collect()
+}
+
+/// Action mappings accepted in `agent.action`.
+#[pyfunction]
+fn agent_action_names() -> Vec<&'static str> {
+    ccgym_sim::cc::agent::ACTIONS.to_vec()
+}
+
+/// Decision triggers accepted in `agent.trigger`.
+#[pyfunction]
+fn agent_trigger_names() -> Vec<&'static str> {
+    ccgym_sim::cc::agent::TRIGGERS.to_vec()
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
@@ -510,5 +627,10 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cc_catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(bench_policy, m)?)?;
     m.add_function(wrap_pyfunction!(policy_forward, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_feature_names, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_reward_names, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_action_names, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_trigger_names, m)?)?;
     Ok(())
 }

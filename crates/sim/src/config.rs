@@ -6,7 +6,7 @@
 //! (`shared/specs/scenarios.md` section 1) where it has one.
 
 use crate::units::{Bytes, Duration, Rate, MS, NS, US};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -361,7 +361,7 @@ impl Default for CcConfig {
 }
 
 /// The scenario's `[agent]` table.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
     /// When a flow asks for a decision: `probe` (RTT-probe reply), `acks` or `interval`.
@@ -424,6 +424,48 @@ pub struct AgentConfig {
     pub idle_probe: bool,
     /// RTT of an ACK-measured interval: `mean` of its samples or the `last` one.
     pub rtt_estimate: String,
+    /// `window` action: the unit of the action, `bytes` or `packets` (of the flow's MTU).
+    pub window_unit: String,
+    /// `per_ack` action: the per-ACK window increments an action index selects
+    /// (QTCP): a number of bytes (may be negative) or `"reno"` (+MSS x MSS / cwnd).
+    pub per_ack: Vec<PerAckStep>,
+    /// `window` and `per_ack` actions: the smallest window (0 = one MTU).
+    pub min_window: Bytes,
+    /// `window` and `per_ack` actions: the window a flow starts with (0 = its BDP).
+    pub initial_window: Bytes,
+    /// Gain of the EWMA features (`send_gap_ewma`, `ack_gap_ewma`), in (0, 1].
+    pub ewma_gain: f64,
+    /// Switch-queue agents: switch egress ports by name (`"switch->peer"`, as
+    /// in the result tables); each data queue of each port is one agent (ACC).
+    pub queues: Vec<String>,
+    /// Switch-queue agents: the sampling interval (one decision per interval).
+    pub queue_interval: Duration,
+    /// Switch-queue agents: intervals per observation (oldest first).
+    pub queue_history: u32,
+    /// Switch-queue agents: the ECN (RED) profiles an action index selects.
+    pub ecn_profiles: Vec<EcnProfile>,
+}
+
+/// An ECN marking profile a switch-queue agent can select (`agent.ecn_profiles`).
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EcnProfile {
+    /// No marking at or below this queue length.
+    pub kmin: Bytes,
+    /// Marking probability reaches `pmax` here; above it every packet is marked.
+    pub kmax: Bytes,
+    /// Marking probability at `kmax`.
+    pub pmax: f64,
+}
+
+/// One entry of `agent.per_ack`: bytes added to the window per ACK, or a named rule.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum PerAckStep {
+    /// A fixed number of bytes per ACK (negative shrinks the window).
+    Bytes(f64),
+    /// A named rule: `"reno"` adds MSS x MSS / cwnd per ACK (congestion avoidance).
+    Named(String),
 }
 
 impl Default for AgentConfig {
@@ -455,6 +497,15 @@ impl Default for AgentConfig {
             probe_timeout: Duration(MS),
             idle_probe: false,
             rtt_estimate: "mean".into(),
+            window_unit: "bytes".into(),
+            per_ack: vec![PerAckStep::Bytes(10.0), PerAckStep::Bytes(0.0), PerAckStep::Bytes(-1.0)],
+            min_window: Bytes(0),
+            initial_window: Bytes(0),
+            ewma_gain: 0.125,
+            queues: vec![],
+            queue_interval: Duration(10 * US),
+            queue_history: 3,
+            ecn_profiles: vec![],
         }
     }
 }

@@ -66,6 +66,15 @@ pub enum Event {
         /// Global port id.
         port: u32,
     },
+    /// Switch-queue agents sample their queues (every `agent.queue_interval`).
+    QueueTick,
+    /// A policy's action for switch-queue agent `agent` takes effect.
+    QueueAction {
+        /// Queue-agent id.
+        agent: u32,
+        /// The action (an ECN-profile index).
+        action: f32,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -200,6 +200,20 @@ unit_deserialize!(Bytes, "a size: bytes as a number, or a string such as \"64KiB
     }
 });
 
+// Scenario values serialise the way a user would write them, so that exported
+// defaults (`ccgym._sim.agent_defaults()`) read like a scenario.
+impl serde::Serialize for Duration {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&fmt_time(self.0))
+    }
+}
+
+impl serde::Serialize for Bytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -249,3 +249,63 @@ fn hold_ticks_skips_ticks_with_nothing_sent_or_heard() {
     let held = decisions(9);
     assert!((45..=60).contains(&held), "{held} decisions holding up to 9 ticks");
 }
+
+/// The `window` actuator drives throughput through the window: 4 flows held at
+/// 2 packets each (about 8 KiB per RTT of ~10 us) use a small part of a 100 Gb/s
+/// bottleneck; at 64 packets each they fill it.
+#[test]
+fn window_action_limits_a_flow_by_its_window() {
+    let util = |pkts: f32| {
+        let agent = json!({"trigger": "interval", "interval": "10us", "action": "window",
+                           "window_unit": "packets", "policy_delay": "1us"});
+        let mut sim = build(&scenario(agent, long4(), "1ms"));
+        drive(&mut sim, |_| pkts);
+        sim.summary()["bottleneck"]["utilization"].as_f64().unwrap()
+    };
+    let (small, large) = (util(2.0), util(64.0));
+    assert!(small < 0.3, "2-packet windows use {small}");
+    assert!(large > 0.9, "64-packet windows use {large}");
+}
+
+/// A switch-queue agent: its own batch group (4 features x 3 intervals), one
+/// request per sampling interval, and its ECN-profile choice in force exactly
+/// `policy_delay` after the request.
+#[test]
+fn queue_agent_sets_its_queues_ecn_profile_after_the_policy_delay() {
+    let s = json!({
+        "duration": "100us",
+        "topology": {"kind": "star", "hosts": 4, "link_rate": "100Gbps", "link_delay": "1us"},
+        "switch": {"ecn": {"kmin": "5KiB", "kmax": "20KiB", "pmax": 0.1}},
+        "cc": {"algorithm": "dctcp"},
+        "workload": [{"kind": "long", "receiver": 0}],
+        "agent": {"queues": ["sw0->h0"], "queue_interval": "10us", "queue_history": 3, "policy_delay": "2us",
+                  "ecn_profiles": [{"kmin": "5KiB", "kmax": "20KiB", "pmax": 0.1},
+                                   {"kmin": "60KiB", "kmax": "90KiB", "pmax": 1.0}]},
+    });
+    let mut sim = build(&s);
+    assert_eq!((sim.queue_agents(), sim.queue_obs_dim()), (1, 12));
+    let (port, queue) = sim.queue_agent_target(0).unwrap();
+    assert!(!sim.agent_step().unwrap());
+    let qb = sim.queue_batch().unwrap().clone();
+    assert_eq!((qb.len(), qb.obs.len(), qb.times[0]), (1, 12, 10_000_000));
+    assert!(sim.batch().unwrap().is_empty(), "no flow agents");
+    sim.agent_act(&[1.0]).unwrap();
+    let red = |sim: &Simulation| sim.ports()[port as usize].queues[queue].red.unwrap().kmin;
+    sim.run_until(11_999_999);
+    assert_eq!(red(&sim), 5 * 1024);
+    sim.run_until(12_000_000);
+    assert_eq!(red(&sim), 60 * 1024);
+    // Every later interval asks again; the run ends with one truncated entry.
+    let mut requests = 1;
+    loop {
+        let over = sim.agent_step().unwrap();
+        let qb = sim.queue_batch().unwrap().clone();
+        requests += qb.done.iter().zip(&qb.truncated).filter(|(d, t)| !**d && !**t).count();
+        sim.agent_act(&vec![1.0; qb.len()]).unwrap();
+        if over {
+            assert_eq!(qb.truncated, vec![true]);
+            break;
+        }
+    }
+    assert_eq!(requests, 9, "one request per 10 us before the end at 100 us");
+}

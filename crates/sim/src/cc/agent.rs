@@ -26,7 +26,9 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
-pub use spec::{ActionMap, AgentSpec, Feature, Reward, Trigger, FEATURES, REWARDS};
+pub use spec::{
+    ActionMap, AgentSpec, Agg, Feature, PerAck, Reward, Trigger, WindowUnit, ACTIONS, FEATURES, REWARDS, TRIGGERS,
+};
 
 use super::{AckEvent, CcCtx, CongestionControl, ProbeEvent};
 use crate::units::{Time, SEC};
@@ -70,6 +72,62 @@ pub struct AgentCc {
     skipped: u64,
     /// Reward computed at the last decision.
     last_reward: f32,
+    /// Per-ACK RTT samples of the MI, in ps (only with a per-event feature).
+    rtt_stat: EventStat,
+    /// Bytes newly acknowledged per ACK over the MI (only with a per-event feature).
+    acked_stat: EventStat,
+    /// Time of the last data packet sent and EWMA of the gaps between sends (ps).
+    last_send: Option<Time>,
+    send_gap: f64,
+    /// Time of the last ACK and EWMA of the gaps between ACKs (ps).
+    last_ack: Option<Time>,
+    ack_gap: f64,
+    /// Smallest RTT sample heard so far (ps).
+    min_rtt: Time,
+    /// `window` / `per_ack` actions: the window in bytes, fractional so that
+    /// increments smaller than a byte per ACK (Reno's MSS^2/cwnd) accumulate.
+    cwnd: f64,
+    /// `per_ack` action: the rule in force until the next action.
+    per_ack: Option<PerAck>,
+}
+
+/// Running sum, sum of squares, min and max of one per-event field over a
+/// monitor interval: O(1) per event, no buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EventStat {
+    n: u32,
+    sum: f64,
+    sumsq: f64,
+    min: f64,
+    max: f64,
+}
+
+impl EventStat {
+    const EMPTY: EventStat = EventStat { n: 0, sum: 0.0, sumsq: 0.0, min: f64::INFINITY, max: f64::NEG_INFINITY };
+
+    #[inline]
+    fn add(&mut self, x: f64) {
+        self.n += 1;
+        self.sum += x;
+        self.sumsq += x * x;
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+    }
+
+    /// The aggregate `agg` of the samples (0 for an empty interval).
+    pub(crate) fn get(&self, agg: Agg) -> f64 {
+        if self.n == 0 {
+            return 0.0;
+        }
+        let n = self.n as f64;
+        match agg {
+            Agg::Sum => self.sum,
+            Agg::Mean => self.sum / n,
+            Agg::Std => (self.sumsq / n - (self.sum / n).powi(2)).max(0.0).sqrt(),
+            Agg::Min => self.min,
+            Agg::Max => self.max,
+        }
+    }
 }
 
 impl AgentCc {
@@ -104,6 +162,15 @@ impl AgentCc {
             outstanding: false,
             skipped: 0,
             last_reward: 0.0,
+            rtt_stat: EventStat::EMPTY,
+            acked_stat: EventStat::EMPTY,
+            last_send: None,
+            send_gap: 0.0,
+            last_ack: None,
+            ack_gap: 0.0,
+            min_rtt: Time::MAX,
+            cwnd: 0.0,
+            per_ack: None,
         }
     }
 
@@ -117,6 +184,7 @@ impl AgentCc {
         let r = rtt as f64 / SEC as f64;
         self.rtt_n += 1;
         self.rtt_sum += rtt as f64;
+        self.min_rtt = self.min_rtt.min(rtt.max(1));
         self.last_sample = rtt;
         self.t_sum += t;
         self.tt_sum += t * t;
@@ -139,6 +207,23 @@ impl AgentCc {
         self.tr_sum = 0.0;
         self.probe_rtt = None;
         self.acks_since = 0;
+        self.rtt_stat = EventStat::EMPTY;
+        self.acked_stat = EventStat::EMPTY;
+    }
+
+    fn ewma(&self, avg: f64, sample: f64) -> f64 {
+        if avg == 0.0 {
+            sample
+        } else {
+            avg + self.spec.ewma_gain * (sample - avg)
+        }
+    }
+
+    /// Sets the window of a `window` / `per_ack` agent to `bytes`, not below the floor.
+    fn set_cwnd(&mut self, ctx: &mut CcCtx, bytes: f64) {
+        let floor = if self.spec.min_window > 0 { self.spec.min_window } else { ctx.flow.mtu.max(1) as u64 };
+        self.cwnd = bytes.max(floor as f64);
+        ctx.set_window(self.cwnd as u64);
     }
 
     /// The current observation (history rows, oldest first): what a decision
@@ -233,6 +318,22 @@ impl AgentCc {
                 self.last_multiplier = if rate > 0.0 { a.clamp(0.0, 1.0) * line / rate } else { 1.0 };
                 a.clamp(0.0, 1.0) * line
             }
+            ActionMap::Window { unit } => {
+                let per = match unit {
+                    WindowUnit::Bytes => 1.0,
+                    WindowUnit::Packets => ctx.flow.mtu.max(1) as f64,
+                };
+                let old = self.cwnd;
+                self.set_cwnd(ctx, a.clamp(0.0, 1e15) * per);
+                self.last_multiplier = if old > 0.0 { self.cwnd / old } else { 1.0 };
+                return;
+            }
+            ActionMap::PerAck(table) => {
+                let i = (a.round().max(0.0) as usize).min(table.len() - 1);
+                self.per_ack = Some(table[i]);
+                self.last_multiplier = 1.0;
+                return;
+            }
         };
         ctx.set_rate(new_rate);
     }
@@ -242,6 +343,10 @@ impl CongestionControl for AgentCc {
     fn on_start(&mut self, ctx: &mut CcCtx) {
         let line = ctx.flow.line_rate;
         ctx.set_rate(line * self.spec.initial_rate);
+        if self.spec.action.sets_window() {
+            let init = if self.spec.initial_window > 0 { self.spec.initial_window } else { ctx.flow.bdp };
+            self.set_cwnd(ctx, init as f64);
+        }
         self.reset_mi(ctx.now);
         match self.spec.trigger {
             Trigger::Probe => self.probe(ctx),
@@ -250,9 +355,15 @@ impl CongestionControl for AgentCc {
         }
     }
 
-    fn on_send(&mut self, _ctx: &mut CcCtx, bytes: u32) {
+    fn on_send(&mut self, ctx: &mut CcCtx, bytes: u32) {
         self.sent_bytes += bytes as u64;
         self.sent_pkts += 1;
+        if self.spec.send_ewma {
+            if let Some(t) = self.last_send {
+                self.send_gap = self.ewma(self.send_gap, (ctx.now - t) as f64);
+            }
+            self.last_send = Some(ctx.now);
+        }
     }
 
     fn on_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
@@ -260,6 +371,25 @@ impl CongestionControl for AgentCc {
         self.acked_pkts += ack.newly_acked.div_ceil(ctx.flow.mtu.max(1) as u64);
         if self.spec.trigger != Trigger::Probe {
             self.rtt_sample(ctx.now, ack.rtt);
+        }
+        if self.spec.per_event {
+            self.rtt_stat.add(ack.rtt as f64);
+            self.acked_stat.add(ack.newly_acked as f64);
+            if let Some(t) = self.last_ack {
+                self.ack_gap = self.ewma(self.ack_gap, (ctx.now - t) as f64);
+            }
+            self.last_ack = Some(ctx.now);
+        }
+        if let Some(rule) = self.per_ack {
+            // The rule in force adds its increment on every ACK until the next action.
+            let inc = match rule {
+                PerAck::Bytes(b) => b,
+                PerAck::Reno => {
+                    let mss = ctx.flow.mtu.max(1) as f64;
+                    mss * mss / self.cwnd.max(1.0)
+                }
+            };
+            self.set_cwnd(ctx, self.cwnd + inc);
         }
         if let Trigger::Acks(n) = self.spec.trigger {
             self.acks_since += 1;

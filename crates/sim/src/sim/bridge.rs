@@ -17,6 +17,7 @@
 //! requests); with a delay, until the first request's action is due, so one
 //! batch gathers every request made meanwhile.
 
+use super::queue_agent::QueueAgents;
 use super::Simulation;
 use crate::cc::agent::AgentSpec;
 use crate::cc::{Cc, CcCtx};
@@ -55,7 +56,7 @@ impl Batch {
         self.flows.is_empty()
     }
 
-    fn push(&mut self, flow: u32, time: Time, obs: &[f32], reward: f32, done: bool, truncated: bool) {
+    pub(super) fn push(&mut self, flow: u32, time: Time, obs: &[f32], reward: f32, done: bool, truncated: bool) {
         self.flows.push(flow);
         self.times.push(time);
         self.obs.extend_from_slice(obs);
@@ -64,7 +65,7 @@ impl Batch {
         self.truncated.push(truncated);
     }
 
-    fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.flows.clear();
         self.times.clear();
         self.obs.clear();
@@ -85,13 +86,17 @@ pub(super) struct Bridge {
     /// A batch is out and waits for `agent_act`.
     awaiting: bool,
     /// The stepping API is in use (otherwise external decisions keep the rate).
-    stepping: bool,
+    pub(super) stepping: bool,
     /// Truncation entries were emitted.
     ended: bool,
     /// Native policy and its scratch space.
     native: Option<(Mlp, Vec<f32>)>,
     /// Decisions requested so far.
     decisions: u64,
+    /// Switch-queue agents (none unless `agent.queues` names ports).
+    pub(super) queues: QueueAgents,
+    /// The queue-agent batch group, collected and answered with `batch`.
+    pub(super) queue_batch: Batch,
 }
 
 impl Bridge {
@@ -191,11 +196,16 @@ impl Simulation {
         }
         bridge.stepping = true;
         bridge.batch.clear();
+        bridge.queue_batch.clear();
         let delay = bridge.spec.policy_delay;
         loop {
             let first = {
-                let b = &self.bridge.as_ref().expect("bridge").batch;
-                (0..b.len()).find(|&i| !b.done[i] && !b.truncated[i]).map(|i| b.times[i])
+                let br = self.bridge.as_ref().expect("bridge");
+                let pending = |b: &Batch| (0..b.len()).find(|&i| !b.done[i] && !b.truncated[i]).map(|i| b.times[i]);
+                match (pending(&br.batch), pending(&br.queue_batch)) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
             };
             let Some(t) = self.events.peek_time().filter(|&t| t <= self.end) else { break };
             if let Some(t0) = first {
@@ -220,9 +230,11 @@ impl Simulation {
                     self.agent_ended(fid, true);
                 }
             }
+            self.queue_agents_truncated();
         }
         let bridge = self.bridge.as_mut().expect("bridge");
-        bridge.awaiting = bridge.batch.done.iter().zip(&bridge.batch.truncated).any(|(d, t)| !d && !t);
+        let open = |b: &Batch| b.done.iter().zip(&b.truncated).any(|(d, t)| !d && !t);
+        bridge.awaiting = open(&bridge.batch) || open(&bridge.queue_batch);
         Ok(true)
     }
 
@@ -247,7 +259,7 @@ impl Simulation {
         let Some(bridge) = self.bridge.as_mut() else {
             return Err("this scenario has no [agent] table".into());
         };
-        let n = bridge.batch.len();
+        let n = bridge.batch.len() + bridge.queue_batch.len();
         if actions.len() != n {
             return Err(format!("expected {n} actions (one per batch entry), got {}", actions.len()));
         }
@@ -256,6 +268,8 @@ impl Simulation {
         }
         bridge.awaiting = false;
         let batch = std::mem::take(&mut bridge.batch);
+        let queue_batch = std::mem::take(&mut bridge.queue_batch);
+        let (actions, queue_actions) = actions.split_at(batch.len());
         for (i, &a) in actions.iter().enumerate() {
             if batch.done[i] || batch.truncated[i] {
                 continue;
@@ -264,8 +278,40 @@ impl Simulation {
                 self.apply_action(batch.flows[i], now);
             }
         }
-        self.bridge.as_mut().expect("bridge").batch = batch;
+        for (i, &a) in queue_actions.iter().enumerate() {
+            if !(queue_batch.done[i] || queue_batch.truncated[i]) {
+                self.queue_action_due(queue_batch.flows[i], queue_batch.times[i], a);
+            }
+        }
+        let bridge = self.bridge.as_mut().expect("bridge");
+        bridge.batch = batch;
+        bridge.queue_batch = queue_batch;
         Ok(())
+    }
+
+    // ---- The switch-queue agent group (see `queue_agent.rs`) ----
+
+    /// Number of switch-queue agents (0 without `agent.queues`).
+    pub fn queue_agents(&self) -> usize {
+        self.bridge.as_ref().map_or(0, |b| b.queues.len())
+    }
+
+    /// Observation width of a switch-queue agent (0 without queue agents).
+    pub fn queue_obs_dim(&self) -> usize {
+        self.bridge.as_ref().map_or(0, |b| b.queues.dim())
+    }
+
+    /// The queue-agent batch group of the last [`Simulation::agent_step`]; its
+    /// `flows` hold queue-agent ids. [`Simulation::agent_act`] takes the flow
+    /// group's actions first, then this group's.
+    pub fn queue_batch(&self) -> Option<&Batch> {
+        self.bridge.as_ref().map(|b| &b.queue_batch)
+    }
+
+    /// The switch port and data queue of queue agent `agent`.
+    pub fn queue_agent_target(&self, agent: u32) -> Option<(u32, usize)> {
+        let b = self.bridge.as_ref()?;
+        ((agent as usize) < b.queues.len()).then(|| b.queues.target(agent))
     }
 }
 
@@ -309,5 +355,7 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
         ended: false,
         native,
         decisions: 0,
+        queues: QueueAgents::default(),
+        queue_batch: Batch::default(),
     }))
 }

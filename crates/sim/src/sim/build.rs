@@ -176,6 +176,7 @@ impl Simulation {
         sim.bridge = build_bridge(&sim.scenario, base_dir)?;
         sim.create_flows(specs)?;
         sim.schedule_initial();
+        sim.build_queue_agents()?;
         Ok(sim)
     }
 

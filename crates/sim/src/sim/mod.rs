@@ -36,6 +36,7 @@ mod control;
 mod link;
 mod metrics;
 mod nic;
+mod queue_agent;
 mod receiver;
 mod switch;
 mod transport;
@@ -197,6 +198,8 @@ impl Simulation {
             Event::WindowStart => self.window_start(),
             Event::WindowEnd => self.window_end(),
             Event::LinkRate { port } => self.on_link_rate(port),
+            Event::QueueTick => self.on_queue_tick(),
+            Event::QueueAction { agent, action } => self.on_queue_action(agent, action),
         }
     }
 }

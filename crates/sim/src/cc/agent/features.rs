@@ -71,6 +71,24 @@ impl AgentCc {
                 Feature::Throughput => throughput,
                 Feature::Delay => delay,
                 Feature::Loss => loss,
+                Feature::Rtt(agg) => self.rtt_stat.get(*agg) / norm,
+                Feature::Acked(agg) => self.acked_stat.get(*agg) / f.mtu.max(1) as f64,
+                Feature::SendGapEwma => self.send_gap / norm,
+                Feature::AckGapEwma => self.ack_gap / norm,
+                Feature::RttOverMin => {
+                    if self.min_rtt == crate::units::Time::MAX {
+                        1.0
+                    } else {
+                        rtt / self.min_rtt as f64
+                    }
+                }
+                Feature::Window => {
+                    if f.window == u64::MAX {
+                        0.0
+                    } else {
+                        f.window as f64 / f.bdp.max(1) as f64
+                    }
+                }
             } as f32;
         }
         let r = match sp.reward {

@@ -1,7 +1,7 @@
 //! The checked `[agent]` table: what triggers a decision, what an agent
 //! observes, how it is rewarded and how its action becomes a rate.
 
-use crate::config::{AgentConfig, CfgResult, ConfigError};
+use crate::config::{AgentConfig, CfgResult, ConfigError, PerAckStep};
 use crate::units::Time;
 
 /// What starts a decision.
@@ -47,6 +47,43 @@ pub enum Feature {
     Delay,
     /// Lost packets / (lost + acknowledged).
     Loss,
+    /// An aggregate of the per-ACK RTT samples of the MI, in `rtt_norm` units
+    /// (MVFST-RL); 0 for an MI without ACKs.
+    Rtt(Agg),
+    /// An aggregate of the bytes each ACK of the MI newly acknowledged, in
+    /// packets of the flow's MTU (MVFST-RL's delivered bytes); 0 without ACKs.
+    Acked(Agg),
+    /// EWMA of the time between two data packets sent, in `rtt_norm` units (gain `ewma_gain`).
+    SendGapEwma,
+    /// EWMA of the time between two ACKs heard, in `rtt_norm` units (gain `ewma_gain`).
+    AckGapEwma,
+    /// The MI's RTT (as for `rtt_inflation`) / the smallest RTT sample the flow has heard.
+    RttOverMin,
+    /// The flow's window / its BDP (0 when the window is unlimited).
+    Window,
+}
+
+/// How the per-event samples of one monitor interval are summarised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agg {
+    /// Sum of the samples.
+    Sum,
+    /// Mean.
+    Mean,
+    /// Population standard deviation.
+    Std,
+    /// Smallest sample.
+    Min,
+    /// Largest sample.
+    Max,
+}
+
+impl Feature {
+    /// Whether the feature needs per-ACK samples aggregated (kept only then, so
+    /// today's features cost nothing more per ACK).
+    pub fn per_event(self) -> bool {
+        matches!(self, Feature::Rtt(_) | Feature::Acked(_) | Feature::AckGapEwma)
+    }
 }
 
 /// Feature names accepted in `agent.features`.
@@ -64,7 +101,27 @@ pub const FEATURES: &[(&str, Feature)] = &[
     ("throughput", Feature::Throughput),
     ("delay", Feature::Delay),
     ("loss", Feature::Loss),
+    ("rtt_sum", Feature::Rtt(Agg::Sum)),
+    ("rtt_mean", Feature::Rtt(Agg::Mean)),
+    ("rtt_std", Feature::Rtt(Agg::Std)),
+    ("rtt_min", Feature::Rtt(Agg::Min)),
+    ("rtt_max", Feature::Rtt(Agg::Max)),
+    ("acked_sum", Feature::Acked(Agg::Sum)),
+    ("acked_mean", Feature::Acked(Agg::Mean)),
+    ("acked_std", Feature::Acked(Agg::Std)),
+    ("acked_min", Feature::Acked(Agg::Min)),
+    ("acked_max", Feature::Acked(Agg::Max)),
+    ("send_gap_ewma", Feature::SendGapEwma),
+    ("ack_gap_ewma", Feature::AckGapEwma),
+    ("rtt_over_min", Feature::RttOverMin),
+    ("window", Feature::Window),
 ];
+
+/// Action mappings accepted in `agent.action`.
+pub const ACTIONS: &[&str] = &["multiplier", "aurora", "discrete", "rate", "window", "per_ack"];
+
+/// Decision triggers accepted in `agent.trigger`.
+pub const TRIGGERS: &[&str] = &["probe", "acks", "interval"];
 
 /// Rewards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +166,39 @@ pub enum ActionMap {
     Discrete(Vec<f64>),
     /// The action is the rate as a fraction of line rate.
     Rate,
+    /// The action is the window, in units of `unit` bytes (1 or the MTU).
+    Window {
+        /// Bytes per action unit.
+        unit: WindowUnit,
+    },
+    /// The action is an index into a table of per-ACK window rules, each held
+    /// until the next action takes effect (QTCP).
+    PerAck(Vec<PerAck>),
+}
+
+/// The unit of a `window` action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowUnit {
+    /// Bytes.
+    Bytes,
+    /// Packets of the flow's MTU.
+    Packets,
+}
+
+/// A per-ACK window rule (`per_ack` action).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PerAck {
+    /// Add this many bytes per ACK (negative shrinks).
+    Bytes(f64),
+    /// Add MSS x MSS / cwnd per ACK (Reno's congestion avoidance, QTCP-AIMD).
+    Reno,
+}
+
+impl ActionMap {
+    /// Whether the action drives the window (the flow then starts with `initial_window`).
+    pub fn sets_window(&self) -> bool {
+        matches!(self, ActionMap::Window { .. } | ActionMap::PerAck(_))
+    }
 }
 
 /// The checked, shared form of an [`AgentConfig`].
@@ -157,6 +247,16 @@ pub struct AgentSpec {
     pub idle_probe: bool,
     /// Use the interval's last RTT sample instead of their mean.
     pub rtt_last: bool,
+    /// `window` / `per_ack`: the smallest window in bytes (0 = one MTU).
+    pub min_window: u64,
+    /// `window` / `per_ack`: the starting window in bytes (0 = the flow's BDP).
+    pub initial_window: u64,
+    /// Gain of the EWMA features.
+    pub ewma_gain: f64,
+    /// Some feature needs per-ACK samples (see [`Feature::per_event`]).
+    pub per_event: bool,
+    /// Some feature needs the inter-send EWMA.
+    pub send_ewma: bool,
 }
 
 impl AgentSpec {
@@ -225,12 +325,36 @@ impl AgentSpec {
                 ActionMap::Discrete(c.discrete.clone())
             }
             "rate" => ActionMap::Rate,
+            "window" => ActionMap::Window {
+                unit: match c.window_unit.as_str() {
+                    "bytes" => WindowUnit::Bytes,
+                    "packets" => WindowUnit::Packets,
+                    other => return bad("window_unit", &format!("\"{other}\""), "use \"bytes\" or \"packets\""),
+                },
+            },
+            "per_ack" => {
+                if c.per_ack.is_empty() {
+                    return bad("per_ack", &"[]", "name at least one per-ACK rule");
+                }
+                let mut rules = vec![];
+                for (i, step) in c.per_ack.iter().enumerate() {
+                    rules.push(match step {
+                        PerAckStep::Bytes(b) if b.is_finite() => PerAck::Bytes(*b),
+                        PerAckStep::Named(n) if n == "reno" => PerAck::Reno,
+                        other => {
+                            return Err(ConfigError::new(
+                                format!("agent.per_ack[{i}]"),
+                                format!("{other:?}"),
+                                "use a finite number of bytes per ACK or \"reno\"",
+                            ))
+                        }
+                    });
+                }
+                ActionMap::PerAck(rules)
+            }
             other => {
-                return bad(
-                    "action",
-                    &format!("\"{other}\""),
-                    "use \"multiplier\", \"aurora\", \"discrete\" or \"rate\"",
-                )
+                let known = ACTIONS.iter().map(|a| format!("\"{a}\"")).collect::<Vec<_>>().join(", ");
+                return bad("action", &format!("\"{other}\""), &format!("use one of {known}"));
             }
         };
         if !(c.initial_rate > 0.0 && c.initial_rate <= 1.0) {
@@ -247,7 +371,15 @@ impl AgentSpec {
             "last" => true,
             other => return bad("rtt_estimate", &format!("\"{other}\""), "use \"mean\" or \"last\""),
         };
+        if !(c.ewma_gain > 0.0 && c.ewma_gain <= 1.0) {
+            return bad("ewma_gain", &c.ewma_gain, "must be in (0, 1]");
+        }
+        if c.initial_window.0 > 0 && c.initial_window.0 < c.min_window.0 {
+            return bad("initial_window", &c.initial_window.0, "must not be below agent.min_window");
+        }
         Ok(AgentSpec {
+            per_event: features.iter().any(|f| f.per_event()),
+            send_ewma: features.contains(&Feature::SendGapEwma),
             trigger,
             features,
             history: c.history as usize,
@@ -264,6 +396,9 @@ impl AgentSpec {
             probe_timeout: c.probe_timeout.0,
             idle_probe: c.idle_probe,
             rtt_last,
+            min_window: c.min_window.0,
+            initial_window: c.initial_window.0,
+            ewma_gain: c.ewma_gain,
         })
     }
 
@@ -281,7 +416,17 @@ impl AgentSpec {
                 .enumerate()
                 .min_by(|a, b| (a.1 - 1.0).abs().total_cmp(&(b.1 - 1.0).abs()))
                 .map_or(0, |(i, _)| i) as f32,
-            ActionMap::Rate => f32::NAN,
+            ActionMap::Rate | ActionMap::Window { .. } => f32::NAN,
+            // The rule closest to "no change"; a table without a fixed step holds with its first rule.
+            ActionMap::PerAck(t) => t
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| match r {
+                    PerAck::Bytes(b) => Some((i, b.abs())),
+                    PerAck::Reno => None,
+                })
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map_or(0, |(i, _)| i) as f32,
             _ => 0.0,
         }
     }

@@ -213,3 +213,164 @@ fn the_cc_factory_builds_agents_from_the_agent_table_only() {
     let e = Cc::from_config(&with_param, "cc", &CcBuild { agent: Some(&spec) }).unwrap_err();
     assert_eq!(e.field, "cc.gain");
 }
+
+fn started(cfg: AgentConfig) -> (AgentCc, FlowCtl) {
+    let mut a = AgentCc::new(Arc::new(AgentSpec::from_config(&cfg).unwrap()));
+    let mut f = ctl();
+    f.app_limit = u64::MAX;
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    a.on_start(&mut ctx);
+    (a, f)
+}
+
+fn ack(a: &mut AgentCc, ctx: &mut CcCtx, bytes: u64, rtt: Time) {
+    a.on_ack(ctx, &AckEvent { newly_acked: bytes, rtt, ..Default::default() });
+}
+
+#[test]
+fn per_ack_rule_adds_its_increment_on_every_ack_until_the_next_action() {
+    use crate::config::PerAckStep;
+    let cfg = AgentConfig {
+        trigger: "acks".into(),
+        every_acks: 1000,
+        action: "per_ack".into(),
+        per_ack: vec![PerAckStep::Bytes(10.0), PerAckStep::Bytes(0.0), PerAckStep::Bytes(-300.0)],
+        initial_window: crate::units::Bytes(20_000),
+        min_window: crate::units::Bytes(4096),
+        ..Default::default()
+    };
+    let (mut a, mut f) = started(cfg);
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    assert_eq!(ctx.flow.window, 20_000);
+    // Before any action no rule is in force.
+    ack(&mut a, &mut ctx, 1024, 10 * NS);
+    assert_eq!(ctx.flow.window, 20_000);
+    a.apply(&mut ctx, 0.0); // +10 bytes per ACK
+    for k in 1..=7 {
+        ack(&mut a, &mut ctx, 1024, 10 * NS);
+        assert_eq!(ctx.flow.window, 20_000 + 10 * k);
+    }
+    a.apply(&mut ctx, 1.0); // hold
+    ack(&mut a, &mut ctx, 1024, 10 * NS);
+    assert_eq!(ctx.flow.window, 20_070);
+    a.apply(&mut ctx, 2.0); // -300 bytes per ACK, down to the floor
+    for k in 1..=60u64 {
+        ack(&mut a, &mut ctx, 1024, 10 * NS);
+        assert_eq!(ctx.flow.window, (20_070 - 300 * k as i64).max(4096) as u64);
+    }
+    assert_eq!(ctx.flow.window, 4096);
+}
+
+#[test]
+fn per_ack_reno_rule_adds_mss_squared_over_cwnd() {
+    use crate::config::PerAckStep;
+    let cfg = AgentConfig {
+        action: "per_ack".into(),
+        per_ack: vec![PerAckStep::Named("reno".into())],
+        initial_window: crate::units::Bytes(10 * 1024),
+        ..Default::default()
+    };
+    let (mut a, mut f) = started(cfg);
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    a.apply(&mut ctx, 0.0);
+    let mut w = 10.0 * 1024.0;
+    for _ in 0..10 {
+        ack(&mut a, &mut ctx, 1024, 10 * NS);
+        w += 1024.0 * 1024.0 / w;
+    }
+    assert_eq!(ctx.flow.window, w as u64);
+    // About one MSS per window of ACKs.
+    assert!(ctx.flow.window > 11 * 1024 - 100 && ctx.flow.window < 11 * 1024);
+}
+
+#[test]
+fn window_action_sets_the_window_in_bytes_or_packets_with_a_floor() {
+    let bytes = AgentConfig { action: "window".into(), ..Default::default() };
+    let (mut a, mut f) = started(bytes);
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    assert_eq!(ctx.flow.window, ctx.flow.bdp, "starts with the BDP");
+    a.apply(&mut ctx, 50_000.0);
+    assert_eq!(ctx.flow.window, 50_000);
+    a.apply(&mut ctx, 10.0);
+    assert_eq!(ctx.flow.window, 1024, "not below one MTU");
+    let w = ctx.flow.window;
+    a.apply(&mut ctx, f32::NAN);
+    assert_eq!(ctx.flow.window, w, "NaN keeps the window");
+    let pkts = AgentConfig { action: "window".into(), window_unit: "packets".into(), ..Default::default() };
+    let (mut a, mut f) = started(pkts);
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    a.apply(&mut ctx, 12.0);
+    assert_eq!(ctx.flow.window, 12 * 1024);
+    let bad = AgentConfig { action: "window".into(), window_unit: "segments".into(), ..Default::default() };
+    assert!(AgentSpec::from_config(&bad).unwrap_err().to_string().contains("agent.window_unit"));
+    let bad = AgentConfig { action: "per_ack".into(), per_ack: vec![], ..Default::default() };
+    assert!(AgentSpec::from_config(&bad).unwrap_err().to_string().contains("agent.per_ack"));
+    let bad = AgentConfig {
+        action: "per_ack".into(),
+        per_ack: vec![crate::config::PerAckStep::Named("cubic".into())],
+        ..Default::default()
+    };
+    assert!(AgentSpec::from_config(&bad).unwrap_err().to_string().contains("agent.per_ack[0]"));
+}
+
+#[test]
+fn event_aggregators_match_hand_computed_values() {
+    let names = [
+        "rtt_sum",
+        "rtt_mean",
+        "rtt_std",
+        "rtt_min",
+        "rtt_max",
+        "acked_sum",
+        "acked_mean",
+        "acked_std",
+        "acked_min",
+        "acked_max",
+        "ack_gap_ewma",
+        "send_gap_ewma",
+        "rtt_over_min",
+    ];
+    let cfg = AgentConfig {
+        trigger: "acks".into(),
+        every_acks: 4,
+        history: 1,
+        features: names.iter().map(|s| s.to_string()).collect(),
+        rtt_norm: Duration(1000 * NS),
+        ewma_gain: 0.5,
+        ..Default::default()
+    };
+    let (mut a, mut f) = started(cfg);
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    // Sends at 0, 100, 300, 700 ns: gaps 100, 200, 400 -> EWMA(0.5) 100, 150, 275 ns.
+    for t in [0, 100, 300, 700] {
+        ctx.now = t * NS;
+        a.on_send(&mut ctx, 1024);
+    }
+    // ACKs at 1000, 1200, 1600, 1700 ns (gaps 200, 400, 100 -> 200, 300, 200 ns),
+    // RTTs 1, 2, 3, 6 us, acked 1024, 2048, 1024, 4096 bytes.
+    let acks = [(1000, 1024, 1000), (1200, 2048, 2000), (1600, 1024, 3000), (1700, 4096, 6000)];
+    for (t, bytes, rtt) in acks {
+        ctx.now = t * NS;
+        ack(&mut a, &mut ctx, bytes, rtt * NS);
+    }
+    assert!(ctx.flow.decision_due);
+    // RTT in rtt_norm (1 us) units: 1, 2, 3, 6. Acked in 1024-byte packets: 1, 2, 1, 4.
+    let rtt_std = ((1.0f64 + 4.0 + 9.0 + 36.0) / 4.0 - 3.0f64 * 3.0).sqrt();
+    let acked_std = ((1.0f64 + 4.0 + 1.0 + 16.0) / 4.0 - 2.0f64 * 2.0).sqrt();
+    // The interval RTT is the mean (3 us); the smallest sample 1 us.
+    let want = [12.0, 3.0, rtt_std, 1.0, 6.0, 8.0, 2.0, acked_std, 1.0, 4.0, 0.2, 0.275, 3.0];
+    let obs = a.observation();
+    for ((name, got), want) in names.iter().zip(obs).zip(want) {
+        assert!((*got as f64 - want).abs() < 1e-5, "{name}: {got} != {want}");
+    }
+    // The next interval starts empty: the per-event aggregates restart at 0.
+    a.apply(&mut ctx, 0.0);
+    ctx.flow.decision_due = false;
+    for t in [1800, 1900, 2000, 2100] {
+        ctx.now = t * NS;
+        ack(&mut a, &mut ctx, 1024, 500 * NS);
+    }
+    assert_eq!(a.observation()[0], 2.0, "rtt_sum of the second interval only");
+    assert_eq!(a.observation()[3], 0.5);
+    assert_eq!(a.observation()[12], 1.0, "rtt_over_min: the mean 0.5 us over the new minimum 0.5 us");
+}
