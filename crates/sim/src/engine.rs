@@ -60,6 +60,11 @@ pub enum Event {
     WindowStart,
     /// End of the collection window.
     WindowEnd,
+    /// A host's receiver (grant) scheduler may send its next token.
+    RecvWake {
+        /// Host index.
+        host: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
