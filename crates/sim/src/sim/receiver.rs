@@ -115,11 +115,11 @@ impl Simulation {
             // A duplicate after go-back-N: re-acknowledge so the sender catches up.
             send_ack = true;
         }
-        let sends_cnps = match transport {
-            Transport::GoBackN | Transport::Credit => true,
-            Transport::Tcp => false,
-        };
-        let send_cnp = ce && sends_cnps && cnp_interval > 0 && f.rcv.last_cnp.is_none_or(|t| now >= t + cnp_interval);
+        // TCP receivers send no CNPs; evaluated only for CE-marked packets.
+        let send_cnp = ce
+            && matches!(transport, Transport::GoBackN | Transport::Credit)
+            && cnp_interval > 0
+            && f.rcv.last_cnp.is_none_or(|t| now >= t + cnp_interval);
         if send_cnp {
             f.rcv.last_cnp = Some(now);
         }

@@ -1,10 +1,11 @@
 //! Transports: the sender half of loss recovery.
 //!
 //! A transport is a variant of [`Transport`], chosen per flow at creation
-//! (`FlowPath::transport`); its sender half is here (what an ACK, a NACK, a
-//! timeout and a grant do to the sequence state), its receiver half in
-//! `receiver.rs` (what arriving data makes the receiver send) and, for
-//! receiver-driven transports, `grants.rs` (the receiver's grant scheduler).
+//! (`FlowPath::transport`); its sender half is here (what an ACK, a NACK and
+//! a timeout do to the sequence state), its receiver half in `receiver.rs`
+//! (what arriving data makes the receiver send) and, for receiver-driven
+//! transports, `grants.rs` (request-to-send, the receiver's grant scheduler,
+//! and the grant that opens the sender's credit gate).
 //! Each half dispatches with a `match` on the variant where the transports
 //! differ: no trait object, no per-packet indirection.
 //!
@@ -174,6 +175,7 @@ impl Simulation {
 /// TCP's part of an ACK (RFC 6298 estimator, NewReno duplicate ACKs and
 /// recovery), after the cumulative ACK moved `newly` bytes to `seq`: returns
 /// (recovery ended, fast retransmit now).
+#[inline(always)]
 fn tcp_on_ack(f: &mut Flow, seq: u64, newly: u64, rtt: Time, rto_min: Time) -> (bool, bool) {
     let mut recovery_ended = false;
     let mut fast_retransmit = false;
