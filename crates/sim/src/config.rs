@@ -277,7 +277,9 @@ pub struct HostConfig {
     /// Loss recovery: `go_back_n` (RDMA: the receiver drops out-of-order
     /// packets and NACKs), `tcp` (the receiver keeps them and sends duplicate
     /// ACKs; fast retransmit after 3, NewReno recovery, adaptive timeout) or
-    /// `auto` (what the flow's CC algorithm is designed for).
+    /// `auto` (what the flow's CC algorithm is designed for). `credit` picks
+    /// the minimal receiver-driven test transport (go-back-N recovery, data
+    /// only against the receiver's grants).
     pub loss_recovery: String,
     /// Cap on unacknowledged bytes per flow (0 = no cap).
     pub max_outstanding: Bytes,
@@ -294,6 +296,10 @@ pub struct HostConfig {
     /// nanoseconds, which shuffles the winners; a fraction of one packet time is
     /// enough to do the same here.
     pub tx_jitter: f64,
+    /// Order in which a NIC serves its flows that may send: `round_robin`
+    /// (with bursts) or `srpt` (smallest remaining bytes first; ties in the
+    /// order the flows became ready).
+    pub scheduler: String,
 }
 
 impl Default for HostConfig {
@@ -309,6 +315,7 @@ impl Default for HostConfig {
             max_outstanding: Bytes(640 * 1024),
             min_rate_fraction: 64.0 / 1_048_576.0,
             tx_jitter: 0.0,
+            scheduler: "round_robin".into(),
         }
     }
 }
@@ -331,11 +338,15 @@ pub struct PacketConfig {
     pub probe: u32,
     /// Size of a PFC pause frame.
     pub pfc: u32,
+    /// Size of a request-to-send (receiver-driven transports).
+    pub rts: u32,
+    /// Size of a grant (receiver-driven transports).
+    pub grant: u32,
 }
 
 impl Default for PacketConfig {
     fn default() -> Self {
-        PacketConfig { payload: 1024, header: 48, ack: 64, nack: 64, cnp: 64, probe: 128, pfc: 64 }
+        PacketConfig { payload: 1024, header: 48, ack: 64, nack: 64, cnp: 64, probe: 128, pfc: 64, rts: 64, grant: 64 }
     }
 }
 

@@ -75,6 +75,11 @@ pub enum Event {
         /// The action (an ECN-profile index).
         action: f32,
     },
+    /// A host's receiver (grant) scheduler may send its next token.
+    RecvWake {
+        /// Host index.
+        host: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -102,6 +102,11 @@ pub struct Sender {
     pub messages: Vec<(Time, u64, Option<Time>)>,
     /// Index of the first incomplete message.
     pub msg_next: usize,
+    /// Credit gate of receiver-driven transports: the flow may send bytes
+    /// below this offset (the last grant). Unused by other transports.
+    pub granted: u64,
+    /// Priority the last grant asked the granted data to use.
+    pub grant_prio: u8,
 }
 
 /// The receiving NIC's state of a flow.
@@ -117,6 +122,13 @@ pub struct Receiver {
     pub last_nack: Option<(Time, u64)>,
     /// TCP: out-of-order byte ranges held beyond `rcv_nxt`, sorted.
     pub ooo: Vec<(u64, u64)>,
+    /// Receiver-driven transports: bytes the sender announced (its last RTS).
+    pub requested: u64,
+    /// Receiver-driven transports: bytes granted so far (the offset of the
+    /// last grant).
+    pub granted: u64,
+    /// Receiver-driven transports: the flow waits in its host's grant scheduler.
+    pub in_grant_queue: bool,
 }
 
 /// TCP sender loss-recovery state (RFC 6582 NewReno, RFC 6298 estimator).
@@ -184,5 +196,27 @@ impl Flow {
             && self.snd.finished.is_none()
             && (self.snd.retx.is_some()
                 || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding)))
+            && self.credit_allows()
+    }
+
+    /// The credit gate: a credit-gated transport sends only below the offset
+    /// its receiver has granted; other transports are never gated (one
+    /// comparison of the transport tag, evaluated only when everything else
+    /// already allows sending).
+    #[inline]
+    pub fn credit_allows(&self) -> bool {
+        self.path.transport != Transport::Credit || self.ctl.snd_nxt < self.snd.granted
+    }
+
+    /// Bytes of the flow not yet acknowledged (the key of the
+    /// smallest-remaining-first NIC order); `u64::MAX` for long-lived flows,
+    /// so that they rank last and equal to each other.
+    #[inline]
+    pub fn remaining(&self) -> u64 {
+        if self.ctl.size == u64::MAX {
+            u64::MAX
+        } else {
+            self.ctl.size.saturating_sub(self.ctl.snd_una)
+        }
     }
 }

@@ -28,6 +28,12 @@ pub enum PacketKind {
     ProbeReply,
     /// PFC frame: pause (`pause = true`) or resume one class on the link.
     Pfc,
+    /// Request to send (receiver-driven transports): the sender announces
+    /// that its application has handed over `seq` bytes in all.
+    Rts,
+    /// Grant (token) from the receiver: the sender may send bytes below
+    /// `seq`, with priority `grant_prio`.
+    Grant,
 }
 
 /// One INT record, appended by a switch egress port to a data packet.
@@ -87,6 +93,10 @@ pub struct Packet {
     pub int_slot: u32,
     /// Buffer bytes charged at the current switch (released at dequeue).
     pub charge: crate::net::switch::Charge,
+    /// Grant: the priority the receiver asks the granted data to use (0 is
+    /// the highest). Kept apart from any per-packet switch priority: a grant
+    /// names the priority of other packets, not its own.
+    pub grant_prio: u8,
 }
 
 impl Packet {
@@ -112,6 +122,7 @@ impl Packet {
             n_int: 0,
             int_slot: NO_INT,
             charge: Default::default(),
+            grant_prio: 0,
         }
     }
 }

@@ -177,6 +177,11 @@ pub enum Transport {
     /// ACKs; the sender retransmits after three (NewReno fast recovery) and
     /// times out adaptively (srtt + 4 rttvar, backed off exponentially).
     Tcp,
+    /// A minimal receiver-driven transport, for tests and teaching (not pHost
+    /// or Homa): the sender announces its data with a request-to-send, the
+    /// receiver's grant scheduler grants one packet per token, and data goes
+    /// only against grants. Loss recovery as go-back-N.
+    Credit,
 }
 
 /// An acknowledgement as the sender sees it.

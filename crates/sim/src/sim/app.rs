@@ -4,10 +4,12 @@
 //! (a stable sort, so generation order breaks ties), and one `AppData` event
 //! walks it: a start runs the CC's `on_start`, a message raises the flow's
 //! application limit, a stop caps the flow at what it has sent (what was sent
-//! still completes). One pending event, however many flows.
+//! still completes). One pending event, however many flows. A flow of a
+//! receiver-driven transport announces each of these to its receiver with a
+//! request-to-send (`grants.rs`).
 
 use super::Simulation;
-use crate::cc::CongestionControl;
+use crate::cc::{CongestionControl, Transport};
 use crate::engine::Event;
 use crate::workload::UNLIMITED;
 
@@ -41,10 +43,17 @@ impl Simulation {
                         f.snd.messages[0].1
                     };
                     f.snd.next_avail = self.now as f64;
+                    let credit = f.path.transport == Transport::Credit;
                     self.cc_event(fid, |cc, ctx| cc.on_start(ctx));
+                    if credit {
+                        self.send_rts(fid);
+                    }
                 }
                 AppAction::Message(b) => {
                     f.ctl.app_limit = f.ctl.app_limit.saturating_add(b).min(f.ctl.size);
+                    if f.path.transport == Transport::Credit {
+                        self.send_rts(fid);
+                    }
                     self.schedule_flow(fid);
                 }
                 AppAction::Stop => {
@@ -53,6 +62,10 @@ impl Simulation {
                         f.ctl.app_limit = f.ctl.app_limit.min(f.ctl.snd_nxt.max(f.snd.max_sent));
                         f.ctl.size = f.ctl.app_limit;
                         f.snd.messages.retain(|m| m.1 <= f.ctl.app_limit);
+                        if f.path.transport == Transport::Credit {
+                            // The receiver stops granting beyond the new end.
+                            self.send_rts(fid);
+                        }
                         self.after_progress(fid);
                     }
                 }

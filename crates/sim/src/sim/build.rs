@@ -19,7 +19,7 @@ use crate::cc::{Cc, CcBuild, CongestionControl, FlowCtl, Transport};
 use crate::config::{parse_scenario, CfgResult, ConfigError, Scenario};
 use crate::engine::{Event, EventQueue};
 use crate::flow::{Flow, FlowPath, FlowStats, MonitorInterval, Receiver, Sender, TcpRecovery};
-use crate::host::{Host, SchedState};
+use crate::host::{Host, NicOrder, ReadySet, SchedState};
 use crate::net::link_model::{LinkModel, LinkTiming};
 use crate::net::port::{Port, PortStats, Queue, Red, SchedKind};
 use crate::net::switch::Mmu;
@@ -141,8 +141,14 @@ impl Simulation {
                 )
             })
             .collect();
+        let nic_order = if sc.host.scheduler == "srpt" { NicOrder::Srpt } else { NicOrder::RoundRobin };
         let hosts = (0..topo.n_hosts)
-            .map(|h| Host { port: topo.host_port(h), wake_at: Time::MAX, ..Host::default() })
+            .map(|h| Host {
+                port: topo.host_port(h),
+                wake_at: Time::MAX,
+                ready: ReadySet::new(nic_order),
+                ..Host::default()
+            })
             .collect();
         let mut sim = Simulation {
             max_outstanding: if sc.host.max_outstanding.0 == 0 { u64::MAX } else { sc.host.max_outstanding.0 },
@@ -244,12 +250,13 @@ impl Simulation {
             let transport = match self.scenario.host.loss_recovery.as_str() {
                 "go_back_n" => Transport::GoBackN,
                 "tcp" => Transport::Tcp,
+                "credit" => Transport::Credit,
                 _ => cc.transport(),
             };
             let rto = match transport {
                 // Until RTT samples exist, never time out before a round trip is possible.
                 Transport::Tcp => self.scenario.host.rto.0.max(2 * base_rtt),
-                Transport::GoBackN => self.scenario.host.rto.0,
+                Transport::GoBackN | Transport::Credit => self.scenario.host.rto.0,
             };
             self.flows.push(Flow {
                 snd: Sender {
@@ -267,6 +274,8 @@ impl Simulation {
                     timer_at: None,
                     messages,
                     msg_next: 0,
+                    granted: 0,
+                    grant_prio: 0,
                 },
                 ctl: FlowCtl {
                     rate: line,
@@ -488,8 +497,12 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
-    if !["auto", "go_back_n", "tcp"].contains(&h.loss_recovery.as_str()) {
-        return e("host.loss_recovery", &format!("\"{}\"", h.loss_recovery), "use \"auto\", \"go_back_n\" or \"tcp\"");
+    if !["auto", "go_back_n", "tcp", "credit"].contains(&h.loss_recovery.as_str()) {
+        return e(
+            "host.loss_recovery",
+            &format!("\"{}\"", h.loss_recovery),
+            "use \"auto\", \"go_back_n\", \"tcp\" or \"credit\"",
+        );
     }
     if h.ack_every == 0 {
         return e("host.ack_every", &0, "must be at least 1");
@@ -500,6 +513,7 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
     if !(0.0..=1.0).contains(&h.tx_jitter) {
         return e("host.tx_jitter", &h.tx_jitter, "must be in [0, 1] (a fraction of a packet's serialization time)");
     }
+    validate_transport(sc)?;
     let m = &sc.metrics;
     if let Some([a, b]) = m.window {
         if a.0 >= b.0 {
@@ -527,6 +541,26 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         serde_json::Value::Bool(_) => {}
         serde_json::Value::String(s) if s == "auto" => {}
         v => return e("metrics.flow_series", v, "use true, false or \"auto\""),
+    }
+    Ok(())
+}
+
+/// Checks the fields of the transport seam: the NIC order and the sizes of
+/// the receiver-driven control packets.
+fn validate_transport(sc: &Scenario) -> CfgResult<()> {
+    let h = &sc.host;
+    if !["round_robin", "srpt"].contains(&h.scheduler.as_str()) {
+        return Err(ConfigError::new(
+            "host.scheduler",
+            format!("\"{}\"", h.scheduler),
+            "use \"round_robin\" or \"srpt\" (smallest remaining first)",
+        ));
+    }
+    let pk = &sc.packets;
+    for (name, v) in [("rts", pk.rts), ("grant", pk.grant)] {
+        if v == 0 || v > 65_536 {
+            return Err(ConfigError::new(format!("packets.{name}"), v, "must be from 1 to 65536 bytes"));
+        }
     }
     Ok(())
 }

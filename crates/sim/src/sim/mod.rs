@@ -13,6 +13,7 @@
 //! | `nic.rs` | the NIC transmit scheduler and the packets it builds | `NicWake` |
 //! | `receiver.rs` | a host's arrivals; ACK, NACK, CNP and probe replies | |
 //! | `transport.rs` | loss recovery: go-back-N, TCP NewReno, the timeout sweep | `RtoSweep` |
+//! | `grants.rs` | receiver-driven transports: RTS, the grant scheduler, the credit gate | `RecvWake` |
 //! | `cc_glue.rs` | running a CC callback and applying what it changed | `CcTimer` |
 //! | `bridge.rs` | agent decisions: batches, delayed actions, native policies | `ApplyAction` |
 //! | `app.rs` | the application: flow starts, messages, stops | `AppData` |
@@ -33,6 +34,7 @@ mod bridge;
 mod build;
 mod cc_glue;
 mod control;
+mod grants;
 mod link;
 mod metrics;
 mod nic;
@@ -200,6 +202,7 @@ impl Simulation {
             Event::LinkRate { port } => self.on_link_rate(port),
             Event::QueueTick => self.on_queue_tick(),
             Event::QueueAction { agent, action } => self.on_queue_action(agent, action),
+            Event::RecvWake { host } => self.on_recv_wake(host),
         }
     }
 }

@@ -1,7 +1,9 @@
 //! The NIC transmit scheduler: which flow of a host sends next, and the
 //! packets a NIC builds.
 //!
-//! Each host NIC runs round robin with bursts over the flows that may send. A
+//! Each host NIC runs round robin with bursts over the flows that may send
+//! (or smallest remaining first, `host.scheduler = "srpt"`: the `ready` set
+//! is then a heap keyed by remaining bytes, see [`crate::host::ReadySet`]). A
 //! flow is in exactly one [`SchedState`]: `Idle` (cannot send), `Ready` (in
 //! the host's `ready` FIFO), `Sleeping` (its pacer says "not before t": in the
 //! `sleeping` heap keyed by t, with one `NicWake` armed for the earliest),
@@ -31,6 +33,7 @@
 //! the golden results.
 
 use super::Simulation;
+use crate::cc::Transport;
 use crate::engine::Event;
 use crate::host::SchedState;
 use crate::packet::{PacketKind, PktId};
@@ -63,7 +66,8 @@ impl Simulation {
         let t = f.snd.next_avail.ceil() as Time;
         if t <= self.now {
             f.snd.sched = SchedState::Ready;
-            self.hosts[h].ready.push_back(fid);
+            let remaining = f.remaining();
+            self.hosts[h].ready.push_back(fid, remaining);
             self.try_send(port);
         } else {
             f.snd.sched = SchedState::Sleeping;
@@ -125,7 +129,7 @@ impl Simulation {
             let f = &mut self.flows[fid as usize];
             if f.snd.sched == SchedState::Sleeping && f.snd.sched_gen == gen {
                 f.snd.sched = SchedState::Ready;
-                host.ready.push_back(fid);
+                host.ready.push_back(fid, f.remaining());
             }
         }
         while let Some(fid) = host.ready.pop_front() {
@@ -205,7 +209,12 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
         let seq = f.snd.retx.take().unwrap_or(f.ctl.snd_nxt);
-        let payload = (f.ctl.app_limit.max(f.snd.max_sent) - seq).min(pk.payload as u64) as u32;
+        let mut payload = (f.ctl.app_limit.max(f.snd.max_sent) - seq).min(pk.payload as u64) as u32;
+        if f.path.transport == Transport::Credit {
+            // Never beyond the grant (a message may have raised the
+            // application limit past the last granted packet).
+            payload = f.snd.granted.saturating_sub(seq).min(payload as u64) as u32;
+        }
         let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 };
         if f.inflight() == 0 {
             f.snd.last_progress = now;

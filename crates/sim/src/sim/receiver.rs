@@ -17,6 +17,12 @@
 //! receiver send a CNP, at most one per flow per `host.cnp_interval` (the
 //! DCQCN notification point). Replies go out through the NIC's control queue
 //! (`send_control`), ahead of data.
+//!
+//! Where transports differ (out-of-order data, CNPs) the code matches on the
+//! flow's [`Transport`]; the credit transport's receiver behaves as
+//! go-back-N here and adds grants (`grants.rs`): a request-to-send arriving
+//! at a host goes to its grant scheduler, a grant arriving at the sender
+//! opens its credit gate.
 
 use super::Simulation;
 use crate::cc::Transport;
@@ -38,6 +44,8 @@ impl Simulation {
             PacketKind::Nack => self.on_nack(pid),
             PacketKind::Cnp => self.on_cnp(pid),
             PacketKind::ProbeReply => self.on_probe_reply(pid),
+            PacketKind::Rts => self.on_rts(h, pid),
+            PacketKind::Grant => self.on_grant(pid),
         }
     }
 
@@ -68,7 +76,7 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
         let src = f.path.src;
-        let tcp = f.path.transport == Transport::Tcp;
+        let transport = f.path.transport;
         let mut send_ack = false;
         let mut send_nack = None;
         if seq == f.rcv.rcv_nxt {
@@ -86,22 +94,32 @@ impl Simulation {
             // The receiving application knows where its messages end.
             let msg_end = f.snd.messages.iter().any(|m| m.1 == f.rcv.rcv_nxt);
             send_ack = f.rcv.unacked_pkts >= ack_every || f.rcv.rcv_nxt == f.ctl.size || msg_end || probe || filled;
-        } else if seq > f.rcv.rcv_nxt && tcp {
-            // Keep the segment and answer with a duplicate ACK at once.
-            insert_range(&mut f.rcv.ooo, seq, seq + payload);
-            send_ack = true;
         } else if seq > f.rcv.rcv_nxt {
-            let expected = f.rcv.rcv_nxt;
-            let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
-            if !recent {
-                f.rcv.last_nack = Some((now, expected));
-                send_nack = Some(expected);
+            // Out of order: what to do is the transport's receiver half.
+            match transport {
+                Transport::Tcp => {
+                    // Keep the segment and answer with a duplicate ACK at once.
+                    insert_range(&mut f.rcv.ooo, seq, seq + payload);
+                    send_ack = true;
+                }
+                Transport::GoBackN | Transport::Credit => {
+                    let expected = f.rcv.rcv_nxt;
+                    let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
+                    if !recent {
+                        f.rcv.last_nack = Some((now, expected));
+                        send_nack = Some(expected);
+                    }
+                }
             }
         } else {
             // A duplicate after go-back-N: re-acknowledge so the sender catches up.
             send_ack = true;
         }
-        let send_cnp = ce && !tcp && cnp_interval > 0 && f.rcv.last_cnp.is_none_or(|t| now >= t + cnp_interval);
+        // TCP receivers send no CNPs; evaluated only for CE-marked packets.
+        let send_cnp = ce
+            && matches!(transport, Transport::GoBackN | Transport::Credit)
+            && cnp_interval > 0
+            && f.rcv.last_cnp.is_none_or(|t| now >= t + cnp_interval);
         if send_cnp {
             f.rcv.last_cnp = Some(now);
         }

@@ -1,6 +1,15 @@
 //! Transports: the sender half of loss recovery.
 //!
-//! Two transports share one sequence space per flow (`snd_una`, `snd_nxt`
+//! A transport is a variant of [`Transport`], chosen per flow at creation
+//! (`FlowPath::transport`); its sender half is here (what an ACK, a NACK and
+//! a timeout do to the sequence state), its receiver half in `receiver.rs`
+//! (what arriving data makes the receiver send) and, for receiver-driven
+//! transports, `grants.rs` (request-to-send, the receiver's grant scheduler,
+//! and the grant that opens the sender's credit gate).
+//! Each half dispatches with a `match` on the variant where the transports
+//! differ: no trait object, no per-packet indirection.
+//!
+//! The transports share one sequence space per flow (`snd_una`, `snd_nxt`
 //! in [`FlowCtl`](crate::cc::FlowCtl)) and differ in how they learn of a loss
 //! and what they resend:
 //!
@@ -9,7 +18,10 @@
 //! * TCP (NewReno, RFC 6582): three duplicate ACKs retransmit the first
 //!   unacknowledged segment and start fast recovery, where a partial ACK
 //!   retransmits the next hole; the timeout is RFC 6298's `srtt + 4 rttvar`,
-//!   at least `host.rto_min`, doubled on every timeout. No SACK.
+//!   at least `host.rto_min`, doubled on every timeout. No SACK;
+//! * credit (test/teaching): go-back-N recovery, plus a credit gate: data
+//!   goes only below the offset the receiver has granted
+//!   ([`Flow::credit_allows`]); a go-back resends below the grant.
 //!
 //! The receiver half is in `receiver.rs`. ACK and NACK handling here move the
 //! sequence state first and then run the CC's callbacks (`cc_glue.rs`), so an
@@ -24,6 +36,7 @@
 use super::Simulation;
 use crate::cc::{AckEvent, CcCtx, CongestionControl, Transport};
 use crate::engine::Event;
+use crate::flow::Flow;
 use crate::packet::PktId;
 use crate::units::{Time, SEC, US};
 
@@ -40,9 +53,6 @@ impl Simulation {
         let rtt = now - ts;
         f.stats.min_rtt = Some(f.stats.min_rtt.map_or(rtt, |m| m.min(rtt)));
         let newly = seq.saturating_sub(f.ctl.snd_una);
-        let tcp = f.path.transport == Transport::Tcp;
-        let mut recovery_ended = false;
-        let mut fast_retransmit = false;
         if newly > 0 {
             f.ctl.snd_una = seq;
             f.snd.last_progress = now;
@@ -50,36 +60,11 @@ impl Simulation {
                 f.ctl.snd_nxt = seq;
             }
         }
-        if tcp {
-            // RFC 6298 estimator; the ACK echoes the send time of the very
-            // packet it answers, so retransmissions give valid samples too.
-            let r = rtt as f64;
-            let (srtt, var) = match f.tcp.srtt {
-                None => (r, r / 2.0),
-                Some((s, v)) => (0.875 * s + 0.125 * r, 0.75 * v + 0.25 * (s - r).abs()),
-            };
-            f.tcp.srtt = Some((srtt, var));
-            if newly > 0 {
-                f.snd.rto = ((srtt + 4.0 * var) as Time).max(rto_min);
-                f.tcp.dup_acks = 0;
-                if let Some(rec) = f.tcp.recover {
-                    if seq >= rec {
-                        f.tcp.recover = None;
-                        recovery_ended = true;
-                    } else {
-                        // NewReno partial ACK: the next hole is lost too.
-                        f.snd.retx = Some(seq);
-                    }
-                }
-            } else if f.inflight() > 0 && f.snd.finished.is_none() {
-                f.tcp.dup_acks += 1;
-                if f.tcp.dup_acks == 3 && f.tcp.recover.is_none() {
-                    f.tcp.recover = Some(f.ctl.snd_nxt);
-                    f.snd.retx = Some(f.ctl.snd_una);
-                    fast_retransmit = true;
-                }
-            }
-        }
+        // The transport's own sender bookkeeping.
+        let (recovery_ended, fast_retransmit) = match f.path.transport {
+            Transport::Tcp => tcp_on_ack(f, seq, newly, rtt, rto_min),
+            Transport::GoBackN | Transport::Credit => (false, false),
+        };
         if f.snd.finished.is_none() {
             let old_rate = f.ctl.rate;
             let old_timer = f.ctl.timer;
@@ -169,11 +154,15 @@ impl Simulation {
             f.stats.timeouts += 1;
             f.snd.last_progress = now;
             f.ctl.snd_nxt = f.ctl.snd_una;
-            if f.path.transport == Transport::Tcp {
-                f.snd.rto = (f.snd.rto * 2).min(64 * SEC);
-                f.tcp.dup_acks = 0;
-                f.tcp.recover = None;
-                f.snd.retx = None;
+            match f.path.transport {
+                Transport::Tcp => {
+                    f.snd.rto = (f.snd.rto * 2).min(64 * SEC);
+                    f.tcp.dup_acks = 0;
+                    f.tcp.recover = None;
+                    f.snd.retx = None;
+                }
+                // The fixed timeout stays; a credit flow resends below its grant.
+                Transport::GoBackN | Transport::Credit => {}
             }
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);
@@ -181,4 +170,42 @@ impl Simulation {
         let period = self.rto_sweep_period();
         self.events.push(now + period, Event::RtoSweep { host: 0 });
     }
+}
+
+/// TCP's part of an ACK (RFC 6298 estimator, NewReno duplicate ACKs and
+/// recovery), after the cumulative ACK moved `newly` bytes to `seq`: returns
+/// (recovery ended, fast retransmit now).
+#[inline(always)]
+fn tcp_on_ack(f: &mut Flow, seq: u64, newly: u64, rtt: Time, rto_min: Time) -> (bool, bool) {
+    let mut recovery_ended = false;
+    let mut fast_retransmit = false;
+    // RFC 6298 estimator; the ACK echoes the send time of the very
+    // packet it answers, so retransmissions give valid samples too.
+    let r = rtt as f64;
+    let (srtt, var) = match f.tcp.srtt {
+        None => (r, r / 2.0),
+        Some((s, v)) => (0.875 * s + 0.125 * r, 0.75 * v + 0.25 * (s - r).abs()),
+    };
+    f.tcp.srtt = Some((srtt, var));
+    if newly > 0 {
+        f.snd.rto = ((srtt + 4.0 * var) as Time).max(rto_min);
+        f.tcp.dup_acks = 0;
+        if let Some(rec) = f.tcp.recover {
+            if seq >= rec {
+                f.tcp.recover = None;
+                recovery_ended = true;
+            } else {
+                // NewReno partial ACK: the next hole is lost too.
+                f.snd.retx = Some(seq);
+            }
+        }
+    } else if f.inflight() > 0 && f.snd.finished.is_none() {
+        f.tcp.dup_acks += 1;
+        if f.tcp.dup_acks == 3 && f.tcp.recover.is_none() {
+            f.tcp.recover = Some(f.ctl.snd_nxt);
+            f.snd.retx = Some(f.ctl.snd_una);
+            fast_retransmit = true;
+        }
+    }
+    (recovery_ended, fast_retransmit)
 }
