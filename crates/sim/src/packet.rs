@@ -87,6 +87,12 @@ pub struct Packet {
     pub int_slot: u32,
     /// Buffer bytes charged at the current switch (released at dequeue).
     pub charge: crate::net::switch::Charge,
+    /// Data priority, 0 most urgent (strict-priority switch ports serve it as
+    /// queue `1 + prio`). Set by the sender; by default the class's priority.
+    pub prio: u8,
+    /// Urgency on rank-queue ports, smaller first (pFabric: the flow's
+    /// remaining bytes when the packet was sent).
+    pub rank: u64,
 }
 
 impl Packet {
@@ -112,6 +118,8 @@ impl Packet {
             n_int: 0,
             int_slot: NO_INT,
             charge: Default::default(),
+            prio: 0,
+            rank: 0,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! wire arrive in order, so they wait in a FIFO and only the oldest has a
 //! pending arrival event: one event per port, however many packets fly.
 
+use crate::net::rank_queue::RankQueue;
 use crate::packet::PktId;
 use crate::units::Time;
 use rand::Rng;
@@ -58,6 +59,59 @@ pub struct Queue {
     pub weight: u32,
     /// DRR deficit / WRR credit left in the current round.
     pub credit: u64,
+    /// Counters since the caller last read them (run-time control).
+    pub ctr: QueueCounters,
+}
+
+/// Counters of one queue over an interval chosen by the caller, who reads and
+/// resets them ([`crate::sim::Simulation::queue_stats`]).
+///
+/// The mean queue length is time-weighted: the integral of the queue's bytes
+/// over time, updated at every change of length, divided by the interval.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueueCounters {
+    /// Start of the interval.
+    pub since: Time,
+    /// Bytes transmitted.
+    pub tx_bytes: u64,
+    /// Bytes transmitted that carried a CE mark.
+    pub ecn_bytes: u64,
+    /// Packets dropped (admission drops and rank-queue evictions).
+    pub drops: u64,
+    /// Bytes dropped.
+    pub drop_bytes: u64,
+    /// Largest queue length in bytes.
+    pub max_bytes: u64,
+    /// Integral of the queue length over time (byte-picoseconds) up to `last`.
+    pub area: u128,
+    /// Time of the last change of length.
+    pub last: Time,
+}
+
+impl QueueCounters {
+    /// Accounts the queue length `bytes` held from `last` until `now`, before
+    /// it changes.
+    #[inline]
+    pub fn advance(&mut self, now: Time, bytes: u64) {
+        self.area += bytes as u128 * (now - self.last) as u128;
+        self.last = now;
+    }
+}
+
+/// How a switch port orders its data packets; one `match` per packet.
+#[derive(Clone, Debug)]
+pub enum Discipline {
+    /// FIFO queues per class, chosen by the port's scheduler (today's ports).
+    Fifo,
+    /// Strict priority: data packet of priority `p` joins queue
+    /// `1 + min(p, levels - 1)`, served lowest index first.
+    Priority {
+        /// Data priorities, 1 to 8.
+        levels: u8,
+    },
+    /// One queue ordered by packet rank that evicts the least urgent packet
+    /// when full (pFabric); it is data queue 1 for counters and ECN.
+    Rank(Box<RankQueue>),
 }
 
 /// How a port chooses among its data queues (queue 0 is always served first).
@@ -105,6 +159,9 @@ pub struct PortStats {
     /// ECN profile inside the window: per queue-length bin (see [`ECN_BINS`]),
     /// data packets that met the marker and packets it marked.
     pub ecn_profile: Vec<[u64; 2]>,
+    /// Queue length spanned by the ECN profile bins, fixed when the profile
+    /// starts so that a Kmax changed mid-run does not re-label earlier bins.
+    pub ecn_span: u64,
 }
 
 /// Number of queue-length bins of the ECN profile; they span [0, 1.25 kmax].
@@ -156,6 +213,8 @@ pub struct Port {
     pub tx_bytes: u64,
     /// Counters.
     pub stats: PortStats,
+    /// Queue discipline of a switch port (hosts: FIFO).
+    pub discipline: Discipline,
 }
 
 impl Port {
@@ -173,8 +232,9 @@ impl Port {
             self.stats.win_ecn_marks += mark as u64;
             if self.stats.ecn_profile.is_empty() {
                 self.stats.ecn_profile = vec![[0; 2]; ECN_BINS];
+                self.stats.ecn_span = (red.kmax + red.kmax / 4).max(1);
             }
-            let span = (red.kmax + red.kmax / 4).max(1);
+            let span = self.stats.ecn_span;
             let bin = ((len as u128 * ECN_BINS as u128 / span as u128) as usize).min(ECN_BINS - 1);
             self.stats.ecn_profile[bin][0] += 1;
             self.stats.ecn_profile[bin][1] += mark as u64;
@@ -185,7 +245,7 @@ impl Port {
     /// Whether class `c` is paused by the peer.
     #[inline]
     pub fn is_paused(&self, c: u8) -> bool {
-        c != 0 && self.paused & (1 << c) != 0
+        c != 0 && (self.paused as u32) & (1u32 << c) != 0
     }
 
     #[inline]

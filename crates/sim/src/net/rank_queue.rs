@@ -464,6 +464,11 @@ impl RankQueue {
         Some(self.flows.recs[self.slots[best as usize].rec as usize].head)
     }
 
+    /// The queued packets, in no particular order.
+    pub fn packets(&self) -> impl Iterator<Item = PktId> + '_ {
+        self.most_urgent.heap.iter().map(|e| self.slots[e.2 as usize].pkt.pkt)
+    }
+
     /// The packet [`dequeue`](Self::dequeue) would return, left in place.
     pub fn peek(&self) -> Option<RankedPkt> {
         self.next_slot().map(|s| self.slots[s as usize].pkt)
