@@ -38,6 +38,20 @@ impl Red {
         }
     }
 
+    /// Checks that the ramp is well formed: `kmin <= kmax` and `pmax` a
+    /// probability. The probability is computed from these three numbers at
+    /// every decision (nothing is cached), so a ramp changed mid-run applies
+    /// from the next packet on.
+    pub fn check(&self) -> Result<(), String> {
+        if self.kmin > self.kmax {
+            return Err(format!("ECN kmin ({}) must not exceed kmax ({})", self.kmin, self.kmax));
+        }
+        if !(0.0..=1.0).contains(&self.pmax) {
+            return Err(format!("ECN pmax ({}) must be a probability in [0, 1]", self.pmax));
+        }
+        Ok(())
+    }
+
     /// Decides whether to mark a packet seen at queue length `q`.
     #[inline]
     pub fn mark(&self, q: u64, rng: &mut Xoshiro256PlusPlus) -> bool {

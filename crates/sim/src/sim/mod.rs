@@ -42,6 +42,7 @@ mod transport;
 
 pub use bridge::Batch;
 use bridge::Bridge;
+pub use control::{QueueId, QueueStats};
 pub use metrics::{Conservation, Series};
 
 use crate::config::Scenario;
