@@ -113,6 +113,7 @@ def test_bad_ids_and_values_raise_value_errors() -> None:
         sim.queue_stats([-1], [1])
     with pytest.raises(ValueError, match="weight"):
         sim.set_weights(np.concatenate([p, p]), np.array([1, 2]), np.array([2, 0]))
+    all_ports = set(range(6))  # 3 links, one port per direction
+    host_port = min(all_ports - set(qs["port"].tolist()))
     with pytest.raises(ValueError, match="host"):
-        host_ports = sorted(set(range(12)) - set(qs["port"].tolist()))
-        sim.set_weights(host_ports[:1], [1], [1])
+        sim.set_weights([host_port], [1], [1])
