@@ -80,8 +80,11 @@ pub struct Queue {
 /// Counters of one queue over an interval chosen by the caller, who reads and
 /// resets them ([`crate::sim::Simulation::queue_stats`]).
 ///
-/// The mean queue length is time-weighted: the integral of the queue's bytes
-/// over time, updated at every change of length, divided by the interval.
+/// The mean queue length is time-weighted. Its integral over the interval is
+/// the sum, over the packets, of size x time spent queued inside the
+/// interval; a departing (or evicted) packet adds its share here, and the
+/// reader adds the share of the packets still queued. That costs one
+/// multiply per departure instead of an update at every change of length.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QueueCounters {
     /// Start of the interval.
@@ -96,19 +99,16 @@ pub struct QueueCounters {
     pub drop_bytes: u64,
     /// Largest queue length in bytes.
     pub max_bytes: u64,
-    /// Integral of the queue length over time (byte-picoseconds) up to `last`.
+    /// Byte-picoseconds queued inside the interval by the packets that left.
     pub area: u128,
-    /// Time of the last change of length.
-    pub last: Time,
 }
 
 impl QueueCounters {
-    /// Accounts the queue length `bytes` held from `last` until `now`, before
-    /// it changes.
+    /// Accounts the queueing of a `size`-byte packet queued at `enq_time`
+    /// that leaves (is sent or evicted) at `now`.
     #[inline]
-    pub fn advance(&mut self, now: Time, bytes: u64) {
-        self.area += bytes as u128 * (now - self.last) as u128;
-        self.last = now;
+    pub fn depart(&mut self, now: Time, enq_time: Time, size: u64) {
+        self.area += (size * (now - enq_time.max(self.since))) as u128;
     }
 }
 

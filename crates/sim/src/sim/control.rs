@@ -11,7 +11,7 @@
 //! ramp) come back as messages, never as panics.
 
 use super::Simulation;
-use crate::net::port::Red;
+use crate::net::port::{Discipline, QueueCounters, Red};
 use crate::units::Time;
 
 /// A data-carrying switch queue, as listed by [`Simulation::data_queues`].
@@ -118,7 +118,8 @@ impl Simulation {
 
     /// Counters of the given (port, queue) pairs since each was last reset
     /// (or since the start); with `reset`, each starts a new interval now.
-    /// A pair listed twice reads the same values.
+    /// A pair listed twice reads the same values. Reading visits the packets
+    /// queued in each listed queue (their share of the mean length).
     pub fn queue_stats(&mut self, pairs: &[(u32, usize)], reset: bool) -> Result<Vec<QueueStats>, String> {
         for &(p, q) in pairs {
             self.check_data_queue(p, q)?;
@@ -127,10 +128,20 @@ impl Simulation {
         let stats: Vec<QueueStats> = pairs
             .iter()
             .map(|&(p, q)| {
-                let qu = &self.ports[p as usize].queues[q];
+                let pt = &self.ports[p as usize];
+                let qu = &pt.queues[q];
                 let c = qu.ctr;
                 let interval = now - c.since;
-                let area = c.area + qu.bytes as u128 * (now - c.last) as u128;
+                // The share of the packets still queued (a rank port keeps its
+                // data packets in the rank queue, which is queue 1).
+                let queued_share = |pid: crate::packet::PktId| {
+                    let pk = self.pool.get(pid);
+                    pk.size as u128 * (now - pk.enq_time.max(c.since)) as u128
+                };
+                let mut area = c.area + qu.pkts.iter().map(|&pid| queued_share(pid)).sum::<u128>();
+                if let (Discipline::Rank(rq), 1) = (&pt.discipline, q) {
+                    area += rq.packets().map(queued_share).sum::<u128>();
+                }
                 QueueStats {
                     interval,
                     tx_bytes: c.tx_bytes,
@@ -146,10 +157,7 @@ impl Simulation {
         if reset {
             for &(p, q) in pairs {
                 let qu = &mut self.ports[p as usize].queues[q];
-                qu.ctr = Default::default();
-                qu.ctr.since = now;
-                qu.ctr.last = now;
-                qu.ctr.max_bytes = qu.bytes;
+                qu.ctr = QueueCounters { since: now, max_bytes: qu.bytes, ..Default::default() };
             }
         }
         Ok(stats)

@@ -23,7 +23,7 @@
 //! (port and queue counters, conservation). The switch's buffer model
 //! (`net/buffer.rs`: shared with dynamic thresholds, or static per queue)
 //! admits FIFO and priority queues; a rank port only charges it. Every
-//! change of a queue's length updates its interval counters
+//! departure or eviction updates its queue's interval counters
 //! ([`QueueCounters`](crate::net::port::QueueCounters)).
 
 use super::metrics::Conservation;
@@ -66,7 +66,7 @@ fn rank_admit(
     let res = rq.enqueue(pkt, |v| {
         let vs = v.size as u64;
         let dq = &mut queues[1];
-        dq.ctr.advance(now, dq.bytes);
+        dq.ctr.depart(now, pool.get(v.pkt).enq_time, vs);
         dq.bytes -= vs;
         dq.ctr.drops += 1;
         dq.ctr.drop_bytes += vs;
@@ -148,7 +148,6 @@ impl Simulation {
                     self.pool.get_mut(pid).ce = true;
                 }
                 let qu = &mut pt.queues[q];
-                qu.ctr.advance(now, qu.bytes);
                 if !in_rank {
                     qu.pkts.push_back(pid);
                 }
@@ -191,7 +190,7 @@ impl Simulation {
             (p.size as u64, p.kind, p.in_port, p.charge, p.enq_time, p.want_int)
         };
         let qu = &mut pt.queues[q];
-        qu.ctr.advance(now, qu.bytes);
+        qu.ctr.depart(now, enq_time, size);
         qu.bytes -= size;
         qu.ctr.tx_bytes += size;
         pt.queued -= size;
