@@ -5,6 +5,7 @@
 //! Python exception — a user mistake into `ScenarioError`, a simulator bug
 //! (a Rust panic) into `InternalError`, never a crash.
 
+use ccgym_sim::net::port::Red;
 use ccgym_sim::sim::Batch;
 use ccgym_sim::{Column, Simulation as Core};
 use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
@@ -225,6 +226,123 @@ impl Simulation {
         }
         guarded("set link rate", || sim.set_link_rate(id, rate_bps.round() as u64))?.map_err(PyValueError::new_err)
     }
+    // ---- Run-time control of switch queues (docs/env.md, "Switch queues")
+
+    /// The data-carrying switch queues: a dict of `port` and `queue` (int64
+    /// arrays) and `node` and `peer` (lists of names: the switch and the node
+    /// the port sends to), one entry per queue.
+    fn switch_queues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let qs = self.core()?.data_queues();
+        let d = PyDict::new(py);
+        d.set_item("port", qs.iter().map(|q| q.port as i64).collect::<Vec<_>>().into_pyarray(py))?;
+        d.set_item("queue", qs.iter().map(|q| q.queue as i64).collect::<Vec<_>>().into_pyarray(py))?;
+        d.set_item("node", qs.iter().map(|q| q.node.clone()).collect::<Vec<_>>())?;
+        d.set_item("peer", qs.into_iter().map(|q| q.peer).collect::<Vec<_>>())?;
+        Ok(d)
+    }
+
+    /// Counters of the queues (`ports[i]`, `queues[i]`) since each was last
+    /// reset: a dict of arrays `interval_s`, `tx_bytes`, `ecn_bytes`, `drops`,
+    /// `drop_bytes`, `mean_bytes` (time-weighted), `max_bytes`, `bytes` (now).
+    /// With `reset` (default) each queue starts a new interval.
+    #[pyo3(signature = (ports, queues, reset = true))]
+    fn queue_stats<'py>(
+        &mut self,
+        py: Python<'py>,
+        ports: Vec<i64>,
+        queues: Vec<i64>,
+        reset: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let pairs = queue_pairs(&ports, &queues)?;
+        let sim = self.sim.as_mut().ok_or_else(|| InternalError::new_err("the simulation failed earlier"))?;
+        let st = guarded("queue stats", || sim.queue_stats(&pairs, reset))?.map_err(PyValueError::new_err)?;
+        let d = PyDict::new(py);
+        let col = |f: fn(&ccgym_sim::sim::QueueStats) -> u64| st.iter().map(f).collect::<Vec<u64>>();
+        d.set_item("interval_s", st.iter().map(|s| s.interval as f64 * 1e-12).collect::<Vec<_>>().into_pyarray(py))?;
+        d.set_item("tx_bytes", col(|s| s.tx_bytes).into_pyarray(py))?;
+        d.set_item("ecn_bytes", col(|s| s.ecn_bytes).into_pyarray(py))?;
+        d.set_item("drops", col(|s| s.drops).into_pyarray(py))?;
+        d.set_item("drop_bytes", col(|s| s.drop_bytes).into_pyarray(py))?;
+        d.set_item("mean_bytes", st.iter().map(|s| s.mean_bytes).collect::<Vec<_>>().into_pyarray(py))?;
+        d.set_item("max_bytes", col(|s| s.max_bytes).into_pyarray(py))?;
+        d.set_item("bytes", col(|s| s.bytes).into_pyarray(py))?;
+        Ok(d)
+    }
+
+    /// Sets the RED ECN ramp of the queues (`ports[i]`, `queues[i]`) to
+    /// (`kmin[i]`, `kmax[i]` bytes, `pmax[i]`); effective from the next packet.
+    /// Nothing changes if any entry is wrong (ValueError).
+    fn set_ecn(
+        &mut self,
+        ports: Vec<i64>,
+        queues: Vec<i64>,
+        kmin: Vec<i64>,
+        kmax: Vec<i64>,
+        pmax: Vec<f64>,
+    ) -> PyResult<()> {
+        let pairs = queue_pairs(&ports, &queues)?;
+        if kmin.len() != pairs.len() || kmax.len() != pairs.len() || pmax.len() != pairs.len() {
+            return Err(PyValueError::new_err(format!(
+                "ports, queues, kmin, kmax and pmax must have the same length (got {}, {}, {}, {}, {})",
+                ports.len(),
+                queues.len(),
+                kmin.len(),
+                kmax.len(),
+                pmax.len()
+            )));
+        }
+        let mut reds = Vec::with_capacity(pairs.len());
+        for i in 0..pairs.len() {
+            if kmin[i] < 0 || kmax[i] < 0 {
+                return Err(PyValueError::new_err(format!("entry {i}: kmin and kmax must be byte counts >= 0")));
+            }
+            reds.push(Some(Red { kmin: kmin[i] as u64, kmax: kmax[i] as u64, pmax: pmax[i] }));
+        }
+        let sim = self.sim.as_mut().ok_or_else(|| InternalError::new_err("the simulation failed earlier"))?;
+        guarded("set_ecn", || sim.set_ecn_many(&pairs, &reds))?.map_err(PyValueError::new_err)
+    }
+
+    /// Sets the scheduling weight of the queues (`ports[i]`, `queues[i]`) to
+    /// `weights[i]` (> 0; packets per WRR visit or DRR quanta). Nothing
+    /// changes if any entry is wrong (ValueError).
+    fn set_weights(&mut self, ports: Vec<i64>, queues: Vec<i64>, weights: Vec<i64>) -> PyResult<()> {
+        let pairs = queue_pairs(&ports, &queues)?;
+        if weights.len() != pairs.len() {
+            return Err(PyValueError::new_err(format!("{} queues but {} weights", pairs.len(), weights.len())));
+        }
+        let w = weights
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| {
+                u32::try_from(w)
+                    .ok()
+                    .filter(|&w| w > 0)
+                    .ok_or_else(|| PyValueError::new_err(format!("entry {i}: weight {w} must be from 1 to 2^32 - 1")))
+            })
+            .collect::<PyResult<Vec<u32>>>()?;
+        let sim = self.sim.as_mut().ok_or_else(|| InternalError::new_err("the simulation failed earlier"))?;
+        guarded("set_weights", || sim.set_weights_many(&pairs, &w))?.map_err(PyValueError::new_err)
+    }
+}
+
+/// Pairs up port and queue ids given from Python, rejecting negative or
+/// oversized ids and unequal lengths.
+fn queue_pairs(ports: &[i64], queues: &[i64]) -> PyResult<Vec<(u32, usize)>> {
+    if ports.len() != queues.len() {
+        return Err(PyValueError::new_err(format!(
+            "ports and queues must have the same length (got {} and {})",
+            ports.len(),
+            queues.len()
+        )));
+    }
+    ports
+        .iter()
+        .zip(queues)
+        .map(|(&p, &q)| match (u32::try_from(p), usize::try_from(q)) {
+            (Ok(p), Ok(q)) => Ok((p, q)),
+            _ => Err(PyValueError::new_err(format!("no switch queue (port {p}, queue {q})"))),
+        })
+        .collect()
 }
 
 /// Turns a batch into a dict of numpy arrays (`sim` added when `sim_index` is given).

@@ -188,6 +188,18 @@ pub struct SwitchConfig {
     pub int_header: u32,
     /// Fixed forwarding latency of a switch.
     pub latency: Duration,
+    /// Queue discipline of every switch port: `fifo` (queues per class under
+    /// `scheduler`), `priority` (strict priority by the packet's priority) or
+    /// `rank` (one pFabric queue by packet rank, evicting the least urgent).
+    pub discipline: String,
+    /// Data priorities of a `priority` port, 1 to 8.
+    pub priorities: u8,
+    /// Buffer model of every switch: `shared` (one pool, dynamic thresholds,
+    /// PFC) or `static` (a fixed budget per egress queue).
+    pub buffer_model: String,
+    /// Bytes per data queue of a static buffer, and the capacity of a rank
+    /// port; 0 splits `buffer` evenly over the switch's data queues.
+    pub port_buffer: Bytes,
 }
 
 impl Default for SwitchConfig {
@@ -205,6 +217,10 @@ impl Default for SwitchConfig {
             ack_high_priority: true,
             int_header: 42,
             latency: Duration(0),
+            discipline: "fifo".into(),
+            priorities: 8,
+            buffer_model: "shared".into(),
+            port_buffer: Bytes(0),
         }
     }
 }

@@ -97,6 +97,12 @@ pub struct Packet {
     /// the highest). Kept apart from any per-packet switch priority: a grant
     /// names the priority of other packets, not its own.
     pub grant_prio: u8,
+    /// Data priority, 0 most urgent (strict-priority switch ports serve it as
+    /// queue `1 + prio`). Set by the sender; by default the class's priority.
+    pub prio: u8,
+    /// Urgency on rank-queue ports, smaller first (pFabric: the flow's
+    /// remaining bytes when the packet was sent).
+    pub rank: u64,
 }
 
 impl Packet {
@@ -123,6 +129,8 @@ impl Packet {
             int_slot: NO_INT,
             charge: Default::default(),
             grant_prio: 0,
+            prio: 0,
+            rank: 0,
         }
     }
 }

@@ -422,7 +422,7 @@ impl Simulation {
 /// packets seen, packets marked] (empty without ECN).
 fn ecn_profile_json(pt: &crate::net::port::Port) -> Value {
     let Some(red) = pt.queues.iter().find_map(|q| q.red) else { return json!([]) };
-    let span = (red.kmax + red.kmax / 4).max(1) as f64;
+    let span = if pt.stats.ecn_span > 0 { pt.stats.ecn_span } else { (red.kmax + red.kmax / 4).max(1) } as f64;
     let n = crate::net::port::ECN_BINS as f64;
     Value::Array(
         pt.stats

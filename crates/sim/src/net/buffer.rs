@@ -23,18 +23,15 @@
 //!
 //! # Wiring
 //!
-//! `Simulation::mmus: Vec<Mmu>` becomes `Vec<BufferModel>`. In
-//! `switch_receive`, `mmu.admit(inp, q, size, queue_bytes)` becomes
-//! `admit(inp, out_local, q, size, queue_bytes)` where `out_local` is the
-//! egress port's index within the switch (`port_local[out]`), and
-//! `mmu.used += size` for control packets becomes [`BufferModel::hold_control`].
-//! In `switch_try_send`, `release` gains the egress local index and
-//! `used -= size` becomes [`BufferModel::release_control`]. The scenario would
-//! select it with `switch.buffer_model = "shared" | "static"` (default shared)
-//! and `switch.port_buffer` (bytes per egress queue of a static buffer; a
-//! scenario that leaves it out splits `switch.buffer` evenly over the data
-//! queues of all ports); `static` together with `switch.pfc.enabled` is a
-//! configuration error.
+//! `Simulation::mmus` holds one `BufferModel` per switch. `switch_receive`
+//! calls [`BufferModel::admit`] with the ingress and egress ports' local
+//! indices and [`BufferModel::hold_control`] for control packets (and for
+//! data a rank port admitted by its own capacity); `switch_try_send` calls
+//! [`BufferModel::release`] or [`BufferModel::release_control`]. The scenario
+//! selects it with `switch.buffer_model = "shared" | "static"` (default
+//! shared) and `switch.port_buffer` (bytes per egress data queue of a static
+//! buffer; 0 splits `switch.buffer` evenly over the switch's data queues);
+//! `static` together with `switch.pfc.enabled` is a configuration error.
 
 use crate::net::switch::{Admit, Charge, Mmu};
 

@@ -6,6 +6,7 @@
 //! pending arrival event: one event per port, however many packets fly.
 
 use crate::net::link_model::LinkModel;
+use crate::net::rank_queue::RankQueue;
 use crate::packet::PktId;
 use crate::units::Time;
 use rand::Rng;
@@ -38,6 +39,20 @@ impl Red {
         }
     }
 
+    /// Checks that the ramp is well formed: `kmin <= kmax` and `pmax` a
+    /// probability. The probability is computed from these three numbers at
+    /// every decision (nothing is cached), so a ramp changed mid-run applies
+    /// from the next packet on.
+    pub fn check(&self) -> Result<(), String> {
+        if self.kmin > self.kmax {
+            return Err(format!("ECN kmin ({}) must not exceed kmax ({})", self.kmin, self.kmax));
+        }
+        if !(0.0..=1.0).contains(&self.pmax) {
+            return Err(format!("ECN pmax ({}) must be a probability in [0, 1]", self.pmax));
+        }
+        Ok(())
+    }
+
     /// Decides whether to mark a packet seen at queue length `q`.
     #[inline]
     pub fn mark(&self, q: u64, rng: &mut Xoshiro256PlusPlus) -> bool {
@@ -59,6 +74,59 @@ pub struct Queue {
     pub weight: u32,
     /// DRR deficit / WRR credit left in the current round.
     pub credit: u64,
+    /// Counters since the caller last read them (run-time control).
+    pub ctr: QueueCounters,
+}
+
+/// Counters of one queue over an interval chosen by the caller, who reads and
+/// resets them ([`crate::sim::Simulation::queue_stats`]).
+///
+/// The mean queue length is time-weighted. Its integral over the interval is
+/// the sum, over the packets, of size x time spent queued inside the
+/// interval; a departing (or evicted) packet adds its share here, and the
+/// reader adds the share of the packets still queued. That costs one
+/// multiply per departure instead of an update at every change of length.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueueCounters {
+    /// Start of the interval.
+    pub since: Time,
+    /// Bytes transmitted.
+    pub tx_bytes: u64,
+    /// Bytes transmitted that carried a CE mark.
+    pub ecn_bytes: u64,
+    /// Packets dropped (admission drops and rank-queue evictions).
+    pub drops: u64,
+    /// Bytes dropped.
+    pub drop_bytes: u64,
+    /// Largest queue length in bytes.
+    pub max_bytes: u64,
+    /// Byte-picoseconds queued inside the interval by the packets that left.
+    pub area: u128,
+}
+
+impl QueueCounters {
+    /// Accounts the queueing of a `size`-byte packet queued at `enq_time`
+    /// that leaves (is sent or evicted) at `now`.
+    #[inline]
+    pub fn depart(&mut self, now: Time, enq_time: Time, size: u64) {
+        self.area += (size * (now - enq_time.max(self.since))) as u128;
+    }
+}
+
+/// How a switch port orders its data packets; one `match` per packet.
+#[derive(Clone, Debug)]
+pub enum Discipline {
+    /// FIFO queues per class, chosen by the port's scheduler (today's ports).
+    Fifo,
+    /// Strict priority: data packet of priority `p` joins queue
+    /// `1 + min(p, levels - 1)`, served lowest index first.
+    Priority {
+        /// Data priorities, 1 to 8.
+        levels: u8,
+    },
+    /// One queue ordered by packet rank that evicts the least urgent packet
+    /// when full (pFabric); it is data queue 1 for counters and ECN.
+    Rank(Box<RankQueue>),
 }
 
 /// How a port chooses among its data queues (queue 0 is always served first).
@@ -115,6 +183,9 @@ pub struct PortStats {
     pub win_link_drops: u64,
     /// Bytes of those packets.
     pub win_link_drop_bytes: u64,
+    /// Queue length spanned by the ECN profile bins, fixed when the profile
+    /// starts so that a Kmax changed mid-run does not re-label earlier bins.
+    pub ecn_span: u64,
 }
 
 /// Number of queue-length bins of the ECN profile; they span [0, 1.25 kmax].
@@ -169,6 +240,8 @@ pub struct Port {
     /// What makes this link direction differ from a fixed-rate lossless wire
     /// (`[[link]]` tables, `set_link_rate`); `None` on most ports.
     pub model: Option<Box<LinkModel>>,
+    /// Queue discipline of a switch port (hosts: FIFO).
+    pub discipline: Discipline,
 }
 
 impl Port {
@@ -186,8 +259,9 @@ impl Port {
             self.stats.win_ecn_marks += mark as u64;
             if self.stats.ecn_profile.is_empty() {
                 self.stats.ecn_profile = vec![[0; 2]; ECN_BINS];
+                self.stats.ecn_span = (red.kmax + red.kmax / 4).max(1);
             }
-            let span = (red.kmax + red.kmax / 4).max(1);
+            let span = self.stats.ecn_span;
             let bin = ((len as u128 * ECN_BINS as u128 / span as u128) as usize).min(ECN_BINS - 1);
             self.stats.ecn_profile[bin][0] += 1;
             self.stats.ecn_profile[bin][1] += mark as u64;
@@ -198,7 +272,7 @@ impl Port {
     /// Whether class `c` is paused by the peer.
     #[inline]
     pub fn is_paused(&self, c: u8) -> bool {
-        c != 0 && self.paused & (1 << c) != 0
+        c != 0 && (self.paused as u32) & (1u32 << c) != 0
     }
 
     #[inline]

@@ -15,19 +15,14 @@
 //!
 //! # Wiring
 //!
-//! A port whose discipline is `priority` holds a `PrioQueue` instead of its
-//! `Vec<Queue>`; its queue numbers stay what they are today (queue 0 =
-//! control, queue `1 + p` = data priority `p`, see [`Band::queue`]), so the
-//! per-queue RED markers, counters and buffer accounting index as before. In
-//! `switch_receive` the port calls [`PrioQueue::push`] with the packet's
-//! priority field after the buffer model admitted it (the per-band bytes from
-//! [`PrioQueue::band_bytes`] are the `queue_bytes` admission needs); in
-//! `switch_try_send` it calls [`PrioQueue::pop_next`] with its PFC state in
-//! place of `pick_queue`. Today's `Port::paused` keeps one bit per queue number
-//! and so reaches priority 6 only; a priority port keeps the 8-bit vector
-//! instead (shift by one when translating). The scenario would configure it
-//! with `switch.discipline = "priority"` and `switch.priorities` (1 to 8);
-//! transports set the per-packet priority.
+//! Not wired into switch ports: a `priority` port (`switch.discipline =
+//! "priority"`) keeps one FIFO `Queue` per band in the port's `queues`
+//! (queue 0 = control, queue `1 + p` = data priority `p`, as [`Band::queue`]
+//! numbers them) served by the strict scheduler, so that per-queue RED,
+//! counters, run-time control and buffer accounting index one structure for
+//! every discipline (docs/architecture.md, "Queue disciplines and buffer
+//! models"). This type remains the building block for places with their own
+//! storage, such as a NIC's priority queues.
 
 use crate::packet::PktId;
 use std::collections::VecDeque;

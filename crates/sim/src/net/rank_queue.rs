@@ -48,17 +48,19 @@
 //!
 //! # Wiring
 //!
-//! A port whose discipline is `rank` holds one `RankQueue` instead of its FIFO
-//! queues (control packets included, with rank 0). In `switch_receive` the port
-//! calls [`RankQueue::enqueue`] with the packet's rank and flow; the closure it
-//! passes releases each evicted packet's buffer charge, counts it as a drop of
-//! that port and frees it in the pool. The queue's byte capacity is the port's
-//! buffer, so a rank port charges the switch buffer model without asking it
-//! for admission (as control packets do today). In `switch_try_send` the port
-//! calls [`RankQueue::dequeue`] instead of `pick_queue`. The scenario would
-//! configure it with `switch.discipline = "rank"` and `switch.port_buffer`
-//! (bytes per port, pFabric: 36 KiB); the rank itself is a packet field the
-//! transport sets (remaining flow bytes for pFabric).
+//! A port whose discipline is `rank` (`switch.discipline = "rank"`) holds a
+//! `RankQueue` in [`Discipline::Rank`](crate::net::port::Discipline) for its
+//! data; control packets keep queue 0, served first. `switch_receive`
+//! (`sim/switch.rs`) offers each data packet with its `rank` and flow; the
+//! eviction closure releases the evicted packet's bytes from the switch
+//! buffer, counts it as a drop of the port and of its queue (and in the
+//! conservation counters) and frees it. The capacity is `switch.port_buffer`
+//! (pFabric: 36 KiB) or the switch buffer split over its ports; the buffer
+//! model is charged without being asked. `switch_try_send` calls
+//! [`RankQueue::dequeue`] when queue 0 is empty. For ECN and the queue
+//! counters the rank queue is the port's queue 1, whose byte count mirrors
+//! [`RankQueue::bytes`]. Senders set the rank (`make_data`: the flow's
+//! remaining bytes from the packet on).
 
 use crate::packet::PktId;
 
@@ -462,6 +464,11 @@ impl RankQueue {
     fn next_slot(&self) -> Option<u32> {
         let best = self.most_urgent.top()?;
         Some(self.flows.recs[self.slots[best as usize].rec as usize].head)
+    }
+
+    /// The queued packets, in no particular order.
+    pub fn packets(&self) -> impl Iterator<Item = PktId> + '_ {
+        self.most_urgent.heap.iter().map(|e| self.slots[e.2 as usize].pkt.pkt)
     }
 
     /// The packet [`dequeue`](Self::dequeue) would return, left in place.

@@ -20,8 +20,10 @@ use crate::config::{parse_scenario, CfgResult, ConfigError, Scenario};
 use crate::engine::{Event, EventQueue};
 use crate::flow::{Flow, FlowPath, FlowStats, MonitorInterval, Receiver, Sender, TcpRecovery};
 use crate::host::{Host, NicOrder, ReadySet, SchedState};
+use crate::net::buffer::{BufferModel, StaticBuffer};
 use crate::net::link_model::{LinkModel, LinkTiming};
-use crate::net::port::{Port, PortStats, Queue, Red, SchedKind};
+use crate::net::port::{Discipline, Port, PortStats, Queue, Red, SchedKind};
+use crate::net::rank_queue::RankQueue;
 use crate::net::switch::Mmu;
 use crate::packet::PacketPool;
 use crate::topology::{flow_hash, reverse_hash, NodeKind, Topology};
@@ -43,6 +45,7 @@ impl Simulation {
     pub fn new(sc: Scenario, base_dir: &Path) -> CfgResult<Simulation> {
         validate(&sc)?;
         let topo = Topology::build(&sc.topology)?;
+        validate_disciplines(&sc, &topo)?;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(sc.seed);
         let end = sc.duration.0;
         let specs =
@@ -52,7 +55,6 @@ impl Simulation {
             None => (0, end),
         };
         let sw = &sc.switch;
-        let queues = sw.queues as usize;
         let sched = match sw.scheduler.as_str() {
             "strict" => SchedKind::Strict,
             "rr" => SchedKind::RoundRobin,
@@ -72,7 +74,7 @@ impl Simulation {
             .iter()
             .map(|ps| {
                 let is_host = matches!(topo.nodes[ps.node as usize].kind, NodeKind::Host(_));
-                let nq = if is_host { 1 } else { queues };
+                let nq = if is_host { 1 } else { switch_queues(sw) };
                 let qs = (0..nq)
                     .map(|q| Queue {
                         red: if q > 0 { ecn_red } else { None },
@@ -89,7 +91,7 @@ impl Simulation {
                     is_host,
                     queues: qs,
                     queued: 0,
-                    sched,
+                    sched: if sw.discipline == "priority" { SchedKind::Strict } else { sched },
                     sched_cur: 1,
                     sched_fresh: true,
                     quantum: sw.quantum.0,
@@ -103,6 +105,12 @@ impl Simulation {
                     tx_bytes: 0,
                     stats: PortStats::default(),
                     model: None,
+                    discipline: if is_host {
+                        Discipline::Fifo
+                    } else {
+                        let sw_ports = topo.nodes[ps.node as usize].ports.len();
+                        switch_discipline(sw, sw_ports)
+                    },
                 }
             })
             .collect();
@@ -128,7 +136,12 @@ impl Simulation {
                         }
                     })
                     .collect();
-                Mmu::new(
+                if sw.buffer_model == "static" {
+                    let nq = switch_queues(sw);
+                    let budget = data_queue_budget(sw, n.ports.len(), nq - 1);
+                    return BufferModel::Static(StaticBuffer::new(n.ports.len(), nq, budget));
+                }
+                BufferModel::Shared(Mmu::new(
                     sw.buffer.0,
                     sw.queue_cap.0,
                     sw.dt_alpha,
@@ -136,9 +149,9 @@ impl Simulation {
                     sw.pfc.alpha,
                     sw.pfc.reserve.0,
                     sw.pfc.resume_offset.0,
-                    queues,
+                    switch_queues(sw),
                     headroom,
-                )
+                ))
             })
             .collect();
         let nic_order = if sc.host.scheduler == "srpt" { NicOrder::Srpt } else { NicOrder::RoundRobin };
@@ -560,6 +573,80 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
     for (name, v) in [("rts", pk.rts), ("grant", pk.grant)] {
         if v == 0 || v > 65_536 {
             return Err(ConfigError::new(format!("packets.{name}"), v, "must be from 1 to 65536 bytes"));
+        }
+    }
+    Ok(())
+}
+
+// ---- Queue disciplines and buffer models (`switch.discipline`, `switch.buffer_model`)
+
+/// Queues per switch port, control queue 0 included.
+fn switch_queues(sw: &crate::config::SwitchConfig) -> usize {
+    match sw.discipline.as_str() {
+        "priority" => 1 + sw.priorities as usize,
+        "rank" => 2,
+        _ => sw.queues as usize,
+    }
+}
+
+/// Bytes of one data queue of a switch with `ports` ports and `data_queues`
+/// data queues per port: `switch.port_buffer`, or the buffer split evenly.
+fn data_queue_budget(sw: &crate::config::SwitchConfig, ports: usize, data_queues: usize) -> u64 {
+    if sw.port_buffer.0 > 0 {
+        sw.port_buffer.0
+    } else {
+        sw.buffer.0 / (ports * data_queues).max(1) as u64
+    }
+}
+
+/// The discipline of a port of a switch with `ports` ports.
+fn switch_discipline(sw: &crate::config::SwitchConfig, ports: usize) -> Discipline {
+    match sw.discipline.as_str() {
+        "priority" => Discipline::Priority { levels: sw.priorities },
+        "rank" => Discipline::Rank(Box::new(RankQueue::new(data_queue_budget(sw, ports, 1)))),
+        _ => Discipline::Fifo,
+    }
+}
+
+/// Checks the discipline and buffer-model fields against each other, PFC and
+/// the switches of the topology (a budget must hold a full packet).
+fn validate_disciplines(sc: &Scenario, topo: &Topology) -> CfgResult<()> {
+    let e = |f: &str, v: &dyn std::fmt::Display, m: &str| Err(ConfigError::new(f, v, m));
+    let sw = &sc.switch;
+    if !["fifo", "priority", "rank"].contains(&sw.discipline.as_str()) {
+        return e("switch.discipline", &format!("\"{}\"", sw.discipline), "use \"fifo\", \"priority\" or \"rank\"");
+    }
+    if !(1..=8).contains(&sw.priorities) {
+        return e("switch.priorities", &sw.priorities, "must be from 1 to 8 data priorities");
+    }
+    if !["shared", "static"].contains(&sw.buffer_model.as_str()) {
+        return e("switch.buffer_model", &format!("\"{}\"", sw.buffer_model), "use \"shared\" or \"static\"");
+    }
+    if sw.pfc.enabled && sw.buffer_model == "static" {
+        return e(
+            "switch.buffer_model",
+            &"\"static\"",
+            "a static buffer is lossy; PFC (switch.pfc.enabled) needs the shared buffer",
+        );
+    }
+    if sw.pfc.enabled && sw.discipline != "fifo" {
+        return e(
+            "switch.discipline",
+            &format!("\"{}\"", sw.discipline),
+            "PFC (switch.pfc.enabled) pauses per class and needs the fifo discipline",
+        );
+    }
+    let mtu = (sc.packets.payload + sc.packets.header) as u64;
+    let budgeted = sw.buffer_model == "static" || sw.discipline == "rank";
+    for n in topo.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Switch(_))) {
+        let data_queues = switch_queues(sw) - 1;
+        let per_queue = if sw.buffer_model == "static" { data_queues } else { 1 };
+        let budget = data_queue_budget(sw, n.ports.len(), per_queue);
+        if budgeted && budget < mtu {
+            let what =
+                format!("gives switch {} {budget} bytes per queue, less than one full packet ({mtu} bytes)", n.name);
+            let field = if sw.port_buffer.0 > 0 { "switch.port_buffer" } else { "switch.buffer" };
+            return e(field, &budget, &what);
         }
     }
     Ok(())

@@ -1,24 +1,64 @@
 //! Run-time control of switches, for switch-side agents and slow controllers:
-//! ECN marking and scheduler weights changed while the simulation runs; and
-//! of links: a link direction's rate ([`Simulation::set_link_rate`]).
+//! ECN marking and scheduler weights changed while the simulation runs,
+//! per-queue counters read over the caller's interval, and a link
+//! direction's rate ([`Simulation::set_link_rate`]).
 //!
-//! Both take effect at the next packet: ECN decisions read the queue's ramp
-//! when they are made, and the scheduler reads the weights when it visits a
-//! queue. Errors (no such port or queue, a host port, a zero weight) come
-//! back as messages, never as panics.
+//! Changes take effect at the next packet: ECN decisions read the queue's
+//! ramp when they are made (nothing derived from it is cached; the ECN
+//! profile of the report keeps the bin span it started the window with), and
+//! the scheduler reads the weights when it visits a queue. The vectorised
+//! calls check every (port, queue) pair first and change nothing if one is
+//! wrong. Errors (no such port or queue, a host port, a zero weight, a bad
+//! ramp) come back as messages, never as panics.
 
 use super::Simulation;
 use crate::net::link_model::{LinkTiming, RateSchedule};
-use crate::net::port::Red;
+use crate::net::port::{Discipline, QueueCounters, Red};
+use crate::units::Time;
+
+/// A data-carrying switch queue, as listed by [`Simulation::data_queues`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueId {
+    /// Global port id.
+    pub port: u32,
+    /// Queue of the port (1.. are data queues).
+    pub queue: usize,
+    /// Name of the switch owning the port.
+    pub node: String,
+    /// Name of the node at the other end of the link.
+    pub peer: String,
+}
+
+/// Counters of one queue over the interval since they were last reset.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct QueueStats {
+    /// Length of the interval.
+    pub interval: Time,
+    /// Bytes transmitted.
+    pub tx_bytes: u64,
+    /// Bytes transmitted carrying a CE mark (set here or upstream).
+    pub ecn_bytes: u64,
+    /// Packets dropped (refused or evicted).
+    pub drops: u64,
+    /// Bytes dropped.
+    pub drop_bytes: u64,
+    /// Time-weighted mean queue length in bytes (the current length if the
+    /// interval is empty).
+    pub mean_bytes: f64,
+    /// Largest queue length in bytes.
+    pub max_bytes: u64,
+    /// Queue length now.
+    pub bytes: u64,
+}
 
 impl Simulation {
     /// Sets ECN marking of data queue `queue` on switch port `port` while running.
     pub fn set_ecn(&mut self, port: u32, queue: usize, red: Option<Red>) -> Result<(), String> {
-        let pt = self.ports.get_mut(port as usize).ok_or_else(|| format!("no port {port}"))?;
-        if pt.is_host || queue == 0 || queue >= pt.queues.len() {
-            return Err(format!("port {port} has no data queue {queue}"));
+        self.check_data_queue(port, queue)?;
+        if let Some(r) = &red {
+            r.check()?;
         }
-        pt.queues[queue].red = red;
+        self.ports[port as usize].queues[queue].red = red;
         Ok(())
     }
 
@@ -44,6 +84,133 @@ impl Simulation {
         let pt = &self.ports[p as usize];
         let peer_node = self.ports[pt.peer as usize].node;
         format!("{}->{}", self.topo.nodes[pt.node as usize].name, self.topo.nodes[peer_node as usize].name)
+    }
+
+    /// Checks that `queue` is a data queue of switch port `port`.
+    fn check_data_queue(&self, port: u32, queue: usize) -> Result<(), String> {
+        let pt = self.ports.get(port as usize).ok_or_else(|| format!("no port {port}"))?;
+        if pt.is_host {
+            return Err(format!("port {port} belongs to a host, not a switch"));
+        }
+        if queue == 0 || queue >= pt.queues.len() {
+            return Err(format!("port {port} has data queues 1 to {}, not {queue}", pt.queues.len() - 1));
+        }
+        Ok(())
+    }
+
+    /// Every data-carrying switch queue, by port then queue.
+    pub fn data_queues(&self) -> Vec<QueueId> {
+        let mut out = Vec::new();
+        for (p, pt) in self.ports.iter().enumerate() {
+            if pt.is_host {
+                continue;
+            }
+            let peer = self.ports[pt.peer as usize].node;
+            for queue in 1..pt.queues.len() {
+                out.push(QueueId {
+                    port: p as u32,
+                    queue,
+                    node: self.topo.nodes[pt.node as usize].name.clone(),
+                    peer: self.topo.nodes[peer as usize].name.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Counters of the given (port, queue) pairs since each was last reset
+    /// (or since the start); with `reset`, each starts a new interval now.
+    /// A pair listed twice reads the same values. Reading visits the packets
+    /// queued in each listed queue (their share of the mean length).
+    pub fn queue_stats(&mut self, pairs: &[(u32, usize)], reset: bool) -> Result<Vec<QueueStats>, String> {
+        for &(p, q) in pairs {
+            self.check_data_queue(p, q)?;
+        }
+        let now = self.now;
+        let stats: Vec<QueueStats> = pairs
+            .iter()
+            .map(|&(p, q)| {
+                let pt = &self.ports[p as usize];
+                let qu = &pt.queues[q];
+                let c = qu.ctr;
+                let interval = now - c.since;
+                // The share of the packets still queued (a rank port keeps its
+                // data packets in the rank queue, which is queue 1).
+                let queued_share = |pid: crate::packet::PktId| {
+                    let pk = self.pool.get(pid);
+                    pk.size as u128 * (now - pk.enq_time.max(c.since)) as u128
+                };
+                let mut area = c.area + qu.pkts.iter().map(|&pid| queued_share(pid)).sum::<u128>();
+                if let (Discipline::Rank(rq), 1) = (&pt.discipline, q) {
+                    area += rq.packets().map(queued_share).sum::<u128>();
+                }
+                QueueStats {
+                    interval,
+                    tx_bytes: c.tx_bytes,
+                    ecn_bytes: c.ecn_bytes,
+                    drops: c.drops,
+                    drop_bytes: c.drop_bytes,
+                    mean_bytes: if interval > 0 { area as f64 / interval as f64 } else { qu.bytes as f64 },
+                    max_bytes: c.max_bytes.max(qu.bytes),
+                    bytes: qu.bytes,
+                }
+            })
+            .collect();
+        if reset {
+            for &(p, q) in pairs {
+                let qu = &mut self.ports[p as usize].queues[q];
+                qu.ctr = QueueCounters { since: now, max_bytes: qu.bytes, ..Default::default() };
+            }
+        }
+        Ok(stats)
+    }
+
+    /// Sets the ECN ramp of many (port, queue) pairs at once (`None` turns
+    /// marking off). All pairs and ramps are checked before any is applied.
+    pub fn set_ecn_many(&mut self, pairs: &[(u32, usize)], reds: &[Option<Red>]) -> Result<(), String> {
+        if pairs.len() != reds.len() {
+            return Err(format!("{} queues but {} ECN ramps", pairs.len(), reds.len()));
+        }
+        for (&(p, q), red) in pairs.iter().zip(reds) {
+            self.check_data_queue(p, q)?;
+            if let Some(r) = red {
+                r.check().map_err(|m| format!("port {p} queue {q}: {m}"))?;
+            }
+        }
+        for (&(p, q), &red) in pairs.iter().zip(reds) {
+            self.ports[p as usize].queues[q].red = red;
+        }
+        Ok(())
+    }
+
+    /// Sets the scheduling weight of many (port, queue) pairs at once. All
+    /// pairs and weights are checked before any is applied.
+    pub fn set_weights_many(&mut self, pairs: &[(u32, usize)], weights: &[u32]) -> Result<(), String> {
+        if pairs.len() != weights.len() {
+            return Err(format!("{} queues but {} weights", pairs.len(), weights.len()));
+        }
+        for (&(p, q), &w) in pairs.iter().zip(weights) {
+            self.check_data_queue(p, q)?;
+            if w == 0 {
+                return Err(format!("port {p} queue {q}: weights must be positive"));
+            }
+        }
+        for (&(p, q), &w) in pairs.iter().zip(weights) {
+            self.ports[p as usize].queues[q].weight = w;
+        }
+        Ok(())
+    }
+
+    /// ECN ramp of data queue `queue` of switch port `port`.
+    pub fn ecn_of(&self, port: u32, queue: usize) -> Result<Option<Red>, String> {
+        self.check_data_queue(port, queue)?;
+        Ok(self.ports[port as usize].queues[queue].red)
+    }
+
+    /// Scheduling weight of data queue `queue` of switch port `port`.
+    pub fn weight_of(&self, port: u32, queue: usize) -> Result<u32, String> {
+        self.check_data_queue(port, queue)?;
+        Ok(self.ports[port as usize].queues[queue].weight)
     }
 }
 

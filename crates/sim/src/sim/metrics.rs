@@ -137,6 +137,9 @@ impl Simulation {
                     }
                 }
             }
+            if let crate::net::port::Discipline::Rank(rq) = &pt.discipline {
+                total += rq.packets().map(|pid| self.pool.get(pid).size as u64).sum::<u64>();
+            }
             for &(_, pid) in &pt.wire {
                 let p = self.pool.get(pid);
                 if p.kind == PacketKind::Data {

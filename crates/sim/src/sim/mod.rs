@@ -45,14 +45,15 @@ mod transport;
 
 pub use bridge::Batch;
 use bridge::Bridge;
+pub use control::{QueueId, QueueStats};
 pub use metrics::{Conservation, Series};
 
 use crate::config::Scenario;
 use crate::engine::{Event, EventQueue};
 use crate::flow::Flow;
 use crate::host::Host;
+use crate::net::buffer::BufferModel;
 use crate::net::port::{Port, Red};
-use crate::net::switch::Mmu;
 use crate::packet::PacketPool;
 use crate::topology::Topology;
 use crate::units::Time;
@@ -74,8 +75,8 @@ pub struct Simulation {
     ports: Vec<Port>,
     /// Host NICs.
     hosts: Vec<Host>,
-    /// Switch buffers, indexed by switch.
-    mmus: Vec<Mmu>,
+    /// Switch buffers (shared or static model), indexed by switch.
+    mmus: Vec<BufferModel>,
     /// Local index of each port within its node.
     port_local: Vec<u16>,
     /// All flows.

@@ -232,6 +232,12 @@ impl Simulation {
         p.ts_tx = now;
         p.want_int = f.ctl.want_int;
         p.n_int = 0;
+        // Scheduling hints for priority and rank switch ports. The seam for
+        // transports that choose their own (e.g. receiver-granted priorities):
+        // the class's priority, and pFabric's rank, the bytes the flow still
+        // has to send from this packet on.
+        p.prio = f.path.class.saturating_sub(1);
+        p.rank = f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq);
         if f.ctl.probe_requested {
             f.ctl.probe_requested = false;
             p.probe = true;

@@ -14,18 +14,84 @@
 //! (`net/port.rs`), the packet is ECN-marked at dequeue if so configured,
 //! gets an INT record if its flow asked for one, releases its buffer charge
 //! (which may send the XON) and goes to the wire.
+//!
+//! The port's [`Discipline`] decides which queue a data packet joins and
+//! which packet leaves next: FIFO queues per class under the port's
+//! scheduler (default), strict priority by the packet's `prio`, or one rank
+//! queue (pFabric) that admits by its own byte capacity and evicts the least
+//! urgent packet when full; evicted packets are dropped like refused ones
+//! (port and queue counters, conservation). The switch's buffer model
+//! (`net/buffer.rs`: shared with dynamic thresholds, or static per queue)
+//! admits FIFO and priority queues; a rank port only charges it. Every
+//! departure or eviction updates its queue's interval counters
+//! ([`QueueCounters`](crate::net::port::QueueCounters)).
 
+use super::metrics::Conservation;
 use super::Simulation;
+use crate::net::buffer::BufferModel;
+use crate::net::port::{Discipline, Port, PortStats};
+use crate::net::rank_queue::{RankAdmit, RankedPkt};
 use crate::net::switch::Admit;
-use crate::packet::{IntHop, PacketKind, PktId};
+use crate::packet::{IntHop, PacketKind, PacketPool, PktId};
 use crate::topology::{ecmp_index, reverse_hash, NodeKind};
+use crate::units::Time;
+
+/// Counts a dropped packet of `size` bytes on a port.
+#[inline]
+fn count_drop(st: &mut PortStats, size: u64, in_window: bool) {
+    st.drops += 1;
+    st.drop_bytes += size;
+    if in_window {
+        st.win_drops += 1;
+        st.win_drop_bytes += size;
+    }
+}
+
+/// Offers data packet `pkt` to the rank queue of `pt`. Evicted packets leave
+/// queue 1's bytes and the buffer, count as drops and are freed; the arrival,
+/// if admitted, is charged to the buffer (its queue bytes are added by the
+/// caller once ECN has seen the queue without it).
+#[allow(clippy::too_many_arguments)]
+fn rank_admit(
+    pt: &mut Port,
+    pool: &mut PacketPool,
+    buf: &mut BufferModel,
+    cons: &mut Conservation,
+    now: Time,
+    in_window: bool,
+    pkt: RankedPkt,
+) -> Admit {
+    let Port { discipline, queues, queued, stats, .. } = pt;
+    let Discipline::Rank(rq) = discipline else { unreachable!("caller checked the discipline") };
+    let res = rq.enqueue(pkt, |v| {
+        let vs = v.size as u64;
+        let dq = &mut queues[1];
+        dq.ctr.depart(now, pool.get(v.pkt).enq_time, vs);
+        dq.bytes -= vs;
+        dq.ctr.drops += 1;
+        dq.ctr.drop_bytes += vs;
+        *queued -= vs;
+        count_drop(stats, vs, in_window);
+        buf.release_control(vs);
+        // A rank queue holds data packets only (control uses queue 0).
+        cons.dropped_bytes += vs;
+        pool.free(v.pkt);
+    });
+    match res {
+        RankAdmit::Queued { .. } => {
+            buf.hold_control(pkt.size as u64);
+            Admit::Accept { pause: false }
+        }
+        RankAdmit::Dropped => Admit::Drop,
+    }
+}
 
 impl Simulation {
     /// Packet `pid` arrived at switch `s` through port `in_port`.
     pub(super) fn switch_receive(&mut self, s: u32, in_port: u32, pid: PktId) {
-        let (kind, flow, dst, class, size) = {
+        let (kind, flow, dst, class, size, prio, rank) = {
             let p = self.pool.get(pid);
-            (p.kind, p.flow, p.dst, p.class, p.size as u64)
+            (p.kind, p.flow, p.dst, p.class, p.size as u64, p.prio, p.rank)
         };
         if kind == PacketKind::Pfc {
             self.apply_pfc(in_port, pid);
@@ -39,33 +105,40 @@ impl Simulation {
         let hops = self.topo.next_hops(s, dst);
         let out = hops[ecmp_index(hash, s, hops.len())];
         let inp = self.port_local[in_port as usize] as usize;
-        let q = class as usize;
-        let mmu = &mut self.mmus[s as usize];
-        let pt = &self.ports[out as usize];
+        let out_local = self.port_local[out as usize] as usize;
+        let now = self.now;
+        let buf = &mut self.mmus[s as usize];
+        let pt = &mut self.ports[out as usize];
+        let q = match pt.discipline {
+            _ if class == 0 => 0,
+            Discipline::Fifo => class as usize,
+            Discipline::Priority { levels } => 1 + prio.min(levels - 1) as usize,
+            Discipline::Rank(_) => 1,
+        };
+        let in_rank = q != 0 && matches!(pt.discipline, Discipline::Rank(_));
         let (admit, charge) = if q == 0 {
             // Control packets bypass admission (HPCC-ns3): they are tiny and
             // must not be lost to the data they regulate.
-            mmu.used += size;
+            buf.hold_control(size);
             (Admit::Accept { pause: false }, Default::default())
+        } else if in_rank {
+            let pkt = RankedPkt { pkt: pid, rank, flow, size: size as u32 };
+            (rank_admit(pt, &mut self.pool, buf, &mut self.cons, now, self.in_window, pkt), Default::default())
         } else {
-            mmu.admit(inp, q, size, pt.queues[q].bytes)
+            buf.admit(inp, out_local, q, size, pt.queues[q].bytes)
         };
         match admit {
             Admit::Drop => {
-                let st = &mut self.ports[out as usize].stats;
-                st.drops += 1;
-                st.drop_bytes += size;
-                if self.in_window {
-                    st.win_drops += 1;
-                    st.win_drop_bytes += size;
-                }
+                let pt = &mut self.ports[out as usize];
+                count_drop(&mut pt.stats, size, self.in_window);
+                pt.queues[q].ctr.drops += 1;
+                pt.queues[q].ctr.drop_bytes += size;
                 if kind == PacketKind::Data {
                     self.cons.dropped_bytes += size;
                 }
                 self.pool.free(pid);
             }
             Admit::Accept { pause } => {
-                let now = self.now;
                 let p = self.pool.get_mut(pid);
                 p.charge = charge;
                 p.in_port = in_port;
@@ -74,8 +147,12 @@ impl Simulation {
                 if kind == PacketKind::Data && !pt.ecn_at_dequeue && pt.ecn_decide(q, &mut self.rng, self.in_window) {
                     self.pool.get_mut(pid).ce = true;
                 }
-                pt.queues[q].pkts.push_back(pid);
-                pt.queues[q].bytes += size;
+                let qu = &mut pt.queues[q];
+                if !in_rank {
+                    qu.pkts.push_back(pid);
+                }
+                qu.bytes += size;
+                qu.ctr.max_bytes = qu.ctr.max_bytes.max(qu.bytes);
                 pt.queued += size;
                 pt.stats.max_queue = pt.stats.max_queue.max(pt.queued);
                 if self.in_window {
@@ -90,7 +167,7 @@ impl Simulation {
     }
 
     /// A transmit opportunity of switch port `port`: a PFC frame if one is
-    /// waiting, otherwise the packet its scheduler picks.
+    /// waiting, otherwise the packet its discipline picks.
     pub(super) fn switch_try_send(&mut self, port: u32) {
         if let Some(pid) = self.ports[port as usize].pfc_out.pop_front() {
             self.transmit(port, pid);
@@ -98,14 +175,24 @@ impl Simulation {
         }
         let pool = &self.pool;
         let pt = &mut self.ports[port as usize];
-        let Some(q) = pt.pick_queue(|id| pool.get(id).size as u64) else { return };
-        let pid = pt.queues[q].pkts.pop_front().expect("picked queue is non-empty");
+        let rank_turn = pt.queues[0].pkts.is_empty() && matches!(pt.discipline, Discipline::Rank(_));
+        let (q, pid) = if rank_turn {
+            let Discipline::Rank(rq) = &mut pt.discipline else { unreachable!() };
+            let Some(p) = rq.dequeue() else { return };
+            (1, p.pkt)
+        } else {
+            let Some(q) = pt.pick_queue(|id| pool.get(id).size as u64) else { return };
+            (q, pt.queues[q].pkts.pop_front().expect("picked queue is non-empty"))
+        };
         let now = self.now;
         let (size, kind, in_port, charge, enq_time, want_int) = {
             let p = self.pool.get(pid);
             (p.size as u64, p.kind, p.in_port, p.charge, p.enq_time, p.want_int)
         };
-        pt.queues[q].bytes -= size;
+        let qu = &mut pt.queues[q];
+        qu.ctr.depart(now, enq_time, size);
+        qu.bytes -= size;
+        qu.ctr.tx_bytes += size;
         pt.queued -= size;
         let s = match self.topo.nodes[pt.node as usize].kind {
             NodeKind::Switch(s) => s,
@@ -118,6 +205,9 @@ impl Simulation {
             if pt.ecn_at_dequeue && pt.ecn_decide(q, &mut self.rng, self.in_window) {
                 self.pool.get_mut(pid).ce = true;
             }
+            if self.pool.get(pid).ce {
+                pt.queues[q].ctr.ecn_bytes += size;
+            }
             let (rate, txb, qlen) = (pt.rate_bps, pt.tx_bytes, pt.queued);
             if want_int {
                 self.pool.push_int(pid, IntHop { rate_bps: rate, ts: now, tx_bytes: txb, qlen });
@@ -125,12 +215,13 @@ impl Simulation {
             let p = self.pool.get_mut(pid);
             p.hops = p.hops.saturating_add(1);
         }
-        let resume = if q == 0 {
-            self.mmus[s as usize].used -= size;
+        let resume = if q == 0 || rank_turn {
+            self.mmus[s as usize].release_control(size);
             false
         } else {
             let inp = self.port_local[in_port as usize] as usize;
-            self.mmus[s as usize].release(inp, q, size, charge)
+            let out_local = self.port_local[port as usize] as usize;
+            self.mmus[s as usize].release(inp, out_local, q, size, charge)
         };
         self.transmit(port, pid);
         if resume {
