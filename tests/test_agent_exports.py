@@ -1,17 +1,18 @@
-"""The agent defaults and names exported by the core (``ccgym._sim``) agree with the Python
-copies that still exist (``AGENT_DEFAULTS`` and ``neutral_action`` in ``ccgym.env.bridge``, the
-bridge reward list of the PPO trainer), so the copies can be replaced by the exports safely."""
+"""The agent defaults and names exported by the core (``ccgym._sim``): what Python reads through
+``ccgym.agent_defaults``, and the bundled ``[agent]`` tables use only keys the core knows."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ccgym import _sim
-from ccgym.agents.ppo import BRIDGE_REWARDS
-from ccgym.env.bridge import AGENT_DEFAULTS, neutral_action
+from ccgym.agent_defaults import AGENT_DEFAULTS, BRIDGE_REWARDS, neutral_action
+from ccgym.scenario import tomllib  # tomli on Python 3.10
 
 _PS = {"ps": 1, "ns": 10**3, "us": 10**6, "ms": 10**9, "s": 10**12}
 
@@ -25,18 +26,36 @@ def _ps(value: object) -> int:
     return round(float(m.group(1)) * _PS[m.group(2)])
 
 
-DURATIONS = {"interval", "policy_delay", "rtt_norm", "probe_timeout"}
+PACKAGE = Path(__file__).resolve().parents[1] / "python" / "ccgym"
 
 
-def test_exported_defaults_cover_and_agree_with_python_agent_defaults() -> None:
-    core = _sim.agent_defaults()
-    assert isinstance(core, dict)
-    for key, value in AGENT_DEFAULTS.items():
-        assert key in core, f"{key} is not a field of the core's [agent] table"
-        if key in DURATIONS:
-            assert _ps(core[key]) == _ps(value), key
-        else:
-            assert core[key] == value, key
+def _bundled_agent_tables() -> list[tuple[str, dict]]:
+    tables = []
+    for path in sorted((PACKAGE / "configs").glob("*.toml")):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        for key in ("agent", "deploy_agent"):
+            if isinstance(data.get(key), dict):
+                tables.append((f"{path.name} [{key}]", data[key]))
+    for path in sorted((PACKAGE / "policies").glob("*.json")):
+        meta = json.loads(path.read_text(encoding="utf-8")).get("meta") or {}
+        if isinstance(meta.get("agent"), dict):
+            tables.append((f"{path.name} meta.agent", meta["agent"]))
+    return tables
+
+
+def test_python_reads_the_core_defaults() -> None:
+    assert AGENT_DEFAULTS == _sim.agent_defaults()
+    assert AGENT_DEFAULTS["action"] == "multiplier"
+    assert AGENT_DEFAULTS["trigger"] == "probe"
+    assert AGENT_DEFAULTS["discrete"] == [0.8, 0.95, 1.0, 1.05, 1.1, 1.2]
+
+
+def test_bundled_agent_tables_use_only_core_keys() -> None:
+    tables = _bundled_agent_tables()
+    assert tables, "expected [agent] tables in the bundled configs and policies"
+    for where, table in tables:
+        unknown = sorted(set(table) - set(AGENT_DEFAULTS))
+        assert not unknown, f"{where}: keys the core does not know: {unknown}"
 
 
 def test_exported_durations_read_back_exactly() -> None:

@@ -2,12 +2,12 @@
 
 The simulator owns the ``[agent]`` table (``AgentConfig`` in ``crates/sim/src/config.rs``; names
 and checks in ``crates/sim/src/cc/agent/spec.rs``): its defaults, reward names and action
-mappings. Python needs a few of them before any simulation
-exists: to shape Gymnasium spaces, to pick the action that keeps a flow's rate, to tell a
-simulator reward from one a trainer computes. They are copied here and nowhere else, so that
-taking them from ``ccgym._sim`` instead is a change to this file only.
+mappings. Python needs a few of them before any simulation exists: to shape Gymnasium spaces, to
+pick the action that keeps a flow's rate, to tell a simulator reward from one a trainer computes.
+They are read from the core (``ccgym._sim.agent_defaults()`` and the name lists) when this module
+is imported, so they cannot drift from it.
 
-Needs only numpy.
+Needs only numpy and the native module.
 """
 
 from __future__ import annotations
@@ -17,43 +17,41 @@ from typing import Any
 
 import numpy as np
 
+from ccgym.runner import native
+
 __all__ = [
     "AGENT_DEFAULTS",
+    "AGENT_ACTIONS",
+    "AGENT_FEATURES",
+    "AGENT_TRIGGERS",
     "AURORA_ACTION_BOUND",
     "BRIDGE_REWARDS",
     "keep_rate_actions",
     "neutral_action",
 ]
 
-AGENT_DEFAULTS: dict[str, Any] = {
-    "trigger": "probe",
-    "every_acks": 16,
-    "interval": "10us",
-    "features": ["action", "adpg"],
-    "history": 2,
-    "reward": "adpg_signal",
-    "action": "multiplier",
-    "multiplier_inc": 0.2,
-    "multiplier_dec": 0.2,
-    "aurora_alpha": 0.025,
-    "discrete": [0.8, 0.95, 1.0, 1.05, 1.1, 1.2],
-    "policy_delay": "1us",
-    "policy": "external",
-}
-"""Defaults of the ``[agent]`` keys the Python side reads (``AgentConfig::default``); the
-simulator applies its own, these only shape spaces and neutral actions."""
+_core = native()
 
-BRIDGE_REWARDS: tuple[str, ...] = (
-    "adpg",
-    "adpg_signal",
-    "aurora",
-    "throughput_delay",
-    "log_utility",
-)
-"""Rewards the simulator computes (``[agent] reward``; ``REWARDS`` in ``cc/agent/spec.rs``)."""
+AGENT_DEFAULTS: dict[str, Any] = dict(_core.agent_defaults())
+"""Every ``[agent]`` key with the core's default (``AgentConfig::default``; durations as text such
+as ``"10us"``). The simulator applies its own defaults; Python reads these to shape spaces and
+neutral actions."""
+
+BRIDGE_REWARDS: tuple[str, ...] = tuple(_core.agent_reward_names())
+"""Rewards the simulator computes (``[agent] reward``)."""
+
+AGENT_FEATURES: tuple[str, ...] = tuple(_core.agent_feature_names())
+"""Observation features the simulator computes (``[agent] features``)."""
+
+AGENT_ACTIONS: tuple[str, ...] = tuple(_core.agent_action_names())
+"""Action mappings the simulator applies (``[agent] action``)."""
+
+AGENT_TRIGGERS: tuple[str, ...] = tuple(_core.agent_trigger_names())
+"""What starts a flow agent's decision (``[agent] trigger``)."""
 
 AURORA_ACTION_BOUND = 1e6
-"""The simulator clamps an ``aurora`` action to +-this."""
+"""The simulator clamps an ``aurora`` action to +-this (a constant of
+``crates/sim/src/cc/agent.rs``, not a setting)."""
 
 
 def neutral_action(cfg: Mapping[str, Any]) -> float:
