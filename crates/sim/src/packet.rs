@@ -101,8 +101,10 @@ pub struct Packet {
     /// queue `1 + prio`). Set by the sender; by default the class's priority.
     pub prio: u8,
     /// Urgency on rank-queue ports, smaller first (pFabric: the flow's
-    /// remaining bytes when the packet was sent).
-    pub rank: u64,
+    /// remaining bytes when the packet was sent). 32 bits keep a packet at 80
+    /// bytes (a cache line and a quarter, as before ranks existed); remainders
+    /// of 4 GiB and more saturate, i.e. all rank as least urgent.
+    pub rank: u32,
 }
 
 impl Packet {

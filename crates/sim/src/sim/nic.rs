@@ -237,7 +237,7 @@ impl Simulation {
         // the class's priority, and pFabric's rank, the bytes the flow still
         // has to send from this packet on.
         p.prio = f.path.class.saturating_sub(1);
-        p.rank = f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq);
+        p.rank = f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq).min(u32::MAX as u64) as u32;
         if f.ctl.probe_requested {
             f.ctl.probe_requested = false;
             p.probe = true;

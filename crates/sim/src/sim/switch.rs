@@ -122,7 +122,7 @@ impl Simulation {
             buf.hold_control(size);
             (Admit::Accept { pause: false }, Default::default())
         } else if in_rank {
-            let pkt = RankedPkt { pkt: pid, rank, flow, size: size as u32 };
+            let pkt = RankedPkt { pkt: pid, rank: rank as u64, flow, size: size as u32 };
             (rank_admit(pt, &mut self.pool, buf, &mut self.cons, now, self.in_window, pkt), Default::default())
         } else {
             buf.admit(inp, out_local, q, size, pt.queues[q].bytes)
