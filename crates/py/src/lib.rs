@@ -528,21 +528,11 @@ impl Pool {
             let b = sim.batch().expect("agent scenario");
             self.last_counts[i] = b.len();
             index.extend(std::iter::repeat_n(i as u32, b.len()));
-            merged.flows.extend_from_slice(&b.flows);
-            merged.times.extend_from_slice(&b.times);
-            merged.obs.extend_from_slice(&b.obs);
-            merged.rewards.extend_from_slice(&b.rewards);
-            merged.done.extend_from_slice(&b.done);
-            merged.truncated.extend_from_slice(&b.truncated);
+            merged.append(b);
             let qb = sim.queue_batch().expect("agent scenario");
             self.last_qcounts[i] = qb.len();
             qindex.extend(std::iter::repeat_n(i as u32, qb.len()));
-            qmerged.flows.extend_from_slice(&qb.flows);
-            qmerged.times.extend_from_slice(&qb.times);
-            qmerged.obs.extend_from_slice(&qb.obs);
-            qmerged.rewards.extend_from_slice(&qb.rewards);
-            qmerged.done.extend_from_slice(&qb.done);
-            qmerged.truncated.extend_from_slice(&qb.truncated);
+            qmerged.append(qb);
         }
         let d = batch_dict(py, merged, self.dim, Some(index))?;
         if self.qdim > 0 {

@@ -5,6 +5,5 @@ pub mod buffer;
 pub mod link_config;
 pub mod link_model;
 pub mod port;
-pub mod prio_queue;
 pub mod rank_queue;
 pub mod switch;

@@ -56,6 +56,16 @@ impl Batch {
         self.flows.is_empty()
     }
 
+    /// Appends every entry of `other` (pools merge their simulations' batches).
+    pub fn append(&mut self, other: &Batch) {
+        self.flows.extend_from_slice(&other.flows);
+        self.times.extend_from_slice(&other.times);
+        self.obs.extend_from_slice(&other.obs);
+        self.rewards.extend_from_slice(&other.rewards);
+        self.done.extend_from_slice(&other.done);
+        self.truncated.extend_from_slice(&other.truncated);
+    }
+
     pub(super) fn push(&mut self, flow: u32, time: Time, obs: &[f32], reward: f32, done: bool, truncated: bool) {
         self.flows.push(flow);
         self.times.push(time);
