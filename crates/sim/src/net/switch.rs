@@ -154,6 +154,7 @@ impl Mmu {
     }
 
     /// Releases a packet's bytes at dequeue; returns true if an XON should be sent.
+    #[inline(always)]
     pub fn release(&mut self, inp: usize, class: usize, size: u64, ch: Charge) -> bool {
         self.used -= size;
         if !self.pfc {

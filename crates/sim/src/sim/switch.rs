@@ -104,8 +104,6 @@ impl Simulation {
         };
         let hops = self.topo.next_hops(s, dst);
         let out = hops[ecmp_index(hash, s, hops.len())];
-        let inp = self.port_local[in_port as usize] as usize;
-        let out_local = self.port_local[out as usize] as usize;
         let now = self.now;
         let buf = &mut self.mmus[s as usize];
         let pt = &mut self.ports[out as usize];
@@ -125,6 +123,10 @@ impl Simulation {
             let pkt = RankedPkt { pkt: pid, rank: rank as u64, flow, size: size as u32 };
             (rank_admit(pt, &mut self.pool, buf, &mut self.cons, now, self.in_window, pkt), Default::default())
         } else {
+            // Looked up here, not for every packet: control and rank-queue
+            // packets never need the local port numbers.
+            let inp = self.port_local[in_port as usize] as usize;
+            let out_local = self.port_local[out as usize] as usize;
             buf.admit(inp, out_local, q, size, pt.queues[q].bytes)
         };
         match admit {
@@ -185,9 +187,9 @@ impl Simulation {
             (q, pt.queues[q].pkts.pop_front().expect("picked queue is non-empty"))
         };
         let now = self.now;
-        let (size, kind, in_port, charge, enq_time, want_int) = {
+        let (size, kind, in_port, charge, enq_time, want_int, ce) = {
             let p = self.pool.get(pid);
-            (p.size as u64, p.kind, p.in_port, p.charge, p.enq_time, p.want_int)
+            (p.size as u64, p.kind, p.in_port, p.charge, p.enq_time, p.want_int, p.ce)
         };
         let qu = &mut pt.queues[q];
         qu.ctr.depart(now, enq_time, size);
@@ -202,10 +204,10 @@ impl Simulation {
             if self.in_window {
                 pt.stats.latency.add(now - enq_time);
             }
-            if pt.ecn_at_dequeue && pt.ecn_decide(q, &mut self.rng, self.in_window) {
-                self.pool.get_mut(pid).ce = true;
-            }
-            if self.pool.get(pid).ce {
+            // The mark is written with the hop count below: one pool access
+            // per dequeued packet instead of three.
+            let marked = pt.ecn_at_dequeue && pt.ecn_decide(q, &mut self.rng, self.in_window);
+            if ce || marked {
                 pt.queues[q].ctr.ecn_bytes += size;
             }
             let (rate, txb, qlen) = (pt.rate_bps, pt.tx_bytes, pt.queued);
@@ -213,6 +215,7 @@ impl Simulation {
                 self.pool.push_int(pid, IntHop { rate_bps: rate, ts: now, tx_bytes: txb, qlen });
             }
             let p = self.pool.get_mut(pid);
+            p.ce |= marked;
             p.hops = p.hops.saturating_add(1);
         }
         let resume = if q == 0 || rank_turn {
