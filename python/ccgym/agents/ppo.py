@@ -46,11 +46,9 @@ from torch.distributions import Categorical
 
 from ccgym.train import loop
 from ccgym.train.config import ConfigSource
-from ccgym.train.networks import ActionSpec, Actor, Critic, action_spec, actor_policy, policy_step
+from ccgym.train.networks import ActionSpec, Actor, Critic, action_spec, actor_policy
 from ccgym.train.rollout import AgentTable
 from ccgym.train.trajectories import (
-    AgentTrajectories,
-    PolicyOutput,
     RolloutSettings,
     Segment,
     gae,
@@ -180,7 +178,7 @@ class ActorCritic(nn.Module):
 # --------------------------------------------------------------------------------------------
 
 
-class PPO(loop.Learner):
+class PPO(loop.SegmentLearner):
     """The PPO learner: acts on batches of observations and updates on complete segments."""
 
     progress_keys = ("reward_mean", "entropy", "approx_kl")
@@ -203,19 +201,6 @@ class PPO(loop.Learner):
             self.model.parameters(), lr=settings.lr, eps=settings.adam_eps
         )
 
-    def act(self, obs: np.ndarray, deterministic: bool = False) -> PolicyOutput:
-        """Samples actions at ``obs`` and returns them with log-probabilities and values."""
-        return policy_step(self.model.actor, self.model.critic, obs, deterministic, self.device)
-
-    def ready(self, traj: AgentTrajectories, update: int, decisions: int) -> bool:
-        """Whether enough segments are complete (see :class:`RolloutSettings`)."""
-        return self.rollout.ready(traj)
-
-    def learn(
-        self, traj: AgentTrajectories, update: int, rng: np.random.Generator
-    ) -> dict[str, float]:
-        """One PPO update on the segments :class:`RolloutSettings` takes."""
-        return self.update(self.rollout.take(traj, rng))
 
     def update(self, segments: list[Segment]) -> dict[str, float]:
         """PPO epochs over the transitions of ``segments``."""

@@ -36,11 +36,9 @@ from torch.distributions import Categorical
 from ccgym.agents.ppo import DEFAULT_CONFIG as PPO_DEFAULT_CONFIG
 from ccgym.train import loop
 from ccgym.train.config import ConfigSource, merge_config
-from ccgym.train.networks import ActionSpec, Actor, Critic, action_spec, actor_policy, policy_step
+from ccgym.train.networks import ActionSpec, Actor, Critic, action_spec, actor_policy
 from ccgym.train.rollout import AgentTable
 from ccgym.train.trajectories import (
-    AgentTrajectories,
-    PolicyOutput,
     RolloutSettings,
     Segment,
     discounted_returns,
@@ -108,7 +106,7 @@ class PolicyWithBaseline(nn.Module):
         self.critic = Critic(obs_dim, net) if value else None
 
 
-class Reinforce(loop.Learner):
+class Reinforce(loop.SegmentLearner):
     """The REINFORCE learner: acts on batches of observations, updates on complete segments."""
 
     progress_keys = ("reward_mean", "return_mean", "entropy")
@@ -133,19 +131,6 @@ class Reinforce(loop.Learner):
         )
         self.running_mean: float | None = None
 
-    def act(self, obs: np.ndarray, deterministic: bool = False) -> PolicyOutput:
-        """Samples actions at ``obs`` (values are those of the learned baseline, if any)."""
-        return policy_step(self.model.actor, self.model.critic, obs, deterministic, self.device)
-
-    def ready(self, traj: AgentTrajectories, update: int, decisions: int) -> bool:
-        """Whether enough segments are complete (see :class:`RolloutSettings`)."""
-        return self.rollout.ready(traj)
-
-    def learn(
-        self, traj: AgentTrajectories, update: int, rng: np.random.Generator
-    ) -> dict[str, float]:
-        """One REINFORCE update on the segments :class:`RolloutSettings` takes."""
-        return self.update(self.rollout.take(traj, rng))
 
     def update(self, segments: list[Segment]) -> dict[str, float]:
         """One policy-gradient step on the transitions of ``segments``."""

@@ -38,6 +38,7 @@ from torch import nn
 
 from ccgym import policies
 from ccgym.train.config import ConfigSource, load_config
+from ccgym.train.networks import policy_step
 from ccgym.train.rollout import (
     AgentTable,
     FinishedEpisode,
@@ -45,7 +46,7 @@ from ccgym.train.rollout import (
     TrainingScenario,
     scenario_entries,
 )
-from ccgym.train.trajectories import AgentTrajectories, PolicyOutput
+from ccgym.train.trajectories import AgentTrajectories, PolicyOutput, RolloutSettings, Segment
 
 __all__ = [
     "Learner",
@@ -104,6 +105,32 @@ class Learner:
         """Loads the model, optimiser and extra state of a checkpoint."""
         self.model.load_state_dict(checkpoint["model"])
         self.optimizer.load_state_dict(checkpoint["optimizer"])
+
+
+class SegmentLearner(Learner):
+    """A learner that acts with an actor-critic (``model.actor``, ``model.critic``) and updates
+    once :class:`RolloutSettings` holds enough complete segments (PPO, REINFORCE)."""
+
+    rollout: RolloutSettings
+    device: torch.device
+
+    def act(self, obs: np.ndarray, deterministic: bool = False) -> PolicyOutput:
+        """Samples actions at ``obs`` with their log-probabilities and values."""
+        return policy_step(self.model.actor, self.model.critic, obs, deterministic, self.device)
+
+    def ready(self, traj: AgentTrajectories, update: int, decisions: int) -> bool:
+        """Whether enough segments are complete (see :class:`RolloutSettings`)."""
+        return self.rollout.ready(traj)
+
+    def learn(
+        self, traj: AgentTrajectories, update: int, rng: np.random.Generator
+    ) -> dict[str, float]:
+        """One update on the segments :class:`RolloutSettings` takes."""
+        return self.update(self.rollout.take(traj, rng))
+
+    def update(self, segments: list[Segment]) -> dict[str, float]:
+        """The algorithm's update on complete segments."""
+        raise NotImplementedError
 
 
 MakeLearner = Callable[[int, Mapping[str, Any]], Learner]
