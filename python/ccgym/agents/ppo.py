@@ -201,7 +201,6 @@ class PPO(loop.SegmentLearner):
             self.model.parameters(), lr=settings.lr, eps=settings.adam_eps
         )
 
-
     def update(self, segments: list[Segment]) -> dict[str, float]:
         """PPO epochs over the transitions of ``segments``."""
         s = self.settings

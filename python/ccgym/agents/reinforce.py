@@ -131,7 +131,6 @@ class Reinforce(loop.SegmentLearner):
         )
         self.running_mean: float | None = None
 
-
     def update(self, segments: list[Segment]) -> dict[str, float]:
         """One policy-gradient step on the transitions of ``segments``."""
         s = self.settings
