@@ -82,16 +82,25 @@ pub enum Event {
     },
 }
 
+/// A pending event. Its order key packs (time, insertion sequence) into one
+/// `u128`, time in the high half: one wide comparison per heap step instead
+/// of a tuple's two.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    time: Time,
-    seq: u64,
+    key: u128,
     event: Event,
+}
+
+impl Entry {
+    #[inline]
+    fn time(&self) -> Time {
+        (self.key >> 64) as Time
+    }
 }
 
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+        self.key == other.key
     }
 }
 impl Eq for Entry {}
@@ -99,11 +108,27 @@ impl PartialOrd for Entry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
+    #[inline]
+    fn lt(&self, other: &Self) -> bool {
+        other.key < self.key
+    }
+    #[inline]
+    fn le(&self, other: &Self) -> bool {
+        other.key <= self.key
+    }
+    #[inline]
+    fn gt(&self, other: &Self) -> bool {
+        other.key > self.key
+    }
+    #[inline]
+    fn ge(&self, other: &Self) -> bool {
+        other.key >= self.key
+    }
 }
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
         // BinaryHeap is a max-heap: reverse so the earliest (time, seq) is on top.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -120,7 +145,7 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, time: Time, event: Event) {
         self.seq += 1;
-        let e = Entry { time, seq: self.seq, event };
+        let e = Entry { key: ((time as u128) << 64) | self.seq as u128, event };
         if matches!(event, Event::CcTimer { .. } | Event::ApplyAction { .. }) {
             self.timers.push(e);
         } else {
@@ -143,9 +168,9 @@ impl EventQueue {
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
         if self.timer_first() {
-            self.timers.peek().map(|e| e.time)
+            self.timers.peek().map(|e| e.time())
         } else {
-            self.heap.peek().map(|e| e.time)
+            self.heap.peek().map(|e| e.time())
         }
     }
 
@@ -153,7 +178,7 @@ impl EventQueue {
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         let e = if self.timer_first() { self.timers.pop() } else { self.heap.pop() };
-        e.map(|e| (e.time, e.event))
+        e.map(|e| (e.time(), e.event))
     }
 
     /// Number of pending events.
