@@ -207,6 +207,9 @@ pub struct Port {
     pub delay: Time,
     /// Owned by a host NIC (data comes from the NIC's flow scheduler).
     pub is_host: bool,
+    /// Index of the owner among the hosts (if `is_host`) or the switches.
+    /// Kept here so that a hop needs no lookup in the topology's node table.
+    pub owner: u32,
     /// Queues; 0 is the strict-priority control queue.
     pub queues: Vec<Queue>,
     /// Bytes queued over all queues.

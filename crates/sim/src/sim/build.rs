@@ -89,6 +89,10 @@ impl Simulation {
                     ps_per_byte: if (8 * SEC).is_multiple_of(ps.rate_bps) { 8 * SEC / ps.rate_bps } else { 0 },
                     delay: ps.delay + if is_host { 0 } else { sw.latency.0 },
                     is_host,
+                    owner: match topo.nodes[ps.node as usize].kind {
+                        NodeKind::Host(h) => h,
+                        NodeKind::Switch(s) => s,
+                    },
                     queues: qs,
                     queued: 0,
                     sched: if sw.discipline == "priority" { SchedKind::Strict } else { sched },

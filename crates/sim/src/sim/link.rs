@@ -23,7 +23,6 @@ use super::Simulation;
 use crate::engine::Event;
 use crate::net::link_model::LinkTiming;
 use crate::packet::{PacketKind, PktId};
-use crate::topology::NodeKind;
 use crate::units::{ser_time, Time};
 use rand::Rng;
 
@@ -142,10 +141,11 @@ impl Simulation {
             }
         }
         let in_port = pt.peer;
-        let node = self.ports[in_port as usize].node;
-        match self.topo.nodes[node as usize].kind {
-            NodeKind::Host(h) => self.host_receive(h, in_port, pid),
-            NodeKind::Switch(s) => self.switch_receive(s, in_port, pid),
+        let peer = &self.ports[in_port as usize];
+        if peer.is_host {
+            self.host_receive(peer.owner, in_port, pid);
+        } else {
+            self.switch_receive(peer.owner, in_port, pid);
         }
     }
 

@@ -37,17 +37,15 @@ use crate::cc::Transport;
 use crate::engine::Event;
 use crate::host::SchedState;
 use crate::packet::{PacketKind, PktId};
-use crate::topology::NodeKind;
 use crate::units::{Time, SEC};
 use std::cmp::Reverse;
 
 impl Simulation {
     /// The host a NIC port belongs to.
     pub(super) fn host_of_port(&self, port: u32) -> u32 {
-        match self.topo.nodes[self.ports[port as usize].node as usize].kind {
-            NodeKind::Host(h) => h,
-            NodeKind::Switch(_) => unreachable!("not a host port"),
-        }
+        let pt = &self.ports[port as usize];
+        debug_assert!(pt.is_host, "not a host port");
+        pt.owner
     }
 
     /// Puts a flow that may be able to send into its NIC's scheduler.

@@ -33,7 +33,7 @@ use crate::net::port::{Discipline, Port, PortStats};
 use crate::net::rank_queue::{RankAdmit, RankedPkt};
 use crate::net::switch::Admit;
 use crate::packet::{IntHop, PacketKind, PacketPool, PktId};
-use crate::topology::{ecmp_index, reverse_hash, NodeKind};
+use crate::topology::{ecmp_index, reverse_hash};
 use crate::units::Time;
 
 /// Counts a dropped packet of `size` bytes on a port.
@@ -196,10 +196,7 @@ impl Simulation {
         qu.bytes -= size;
         qu.ctr.tx_bytes += size;
         pt.queued -= size;
-        let s = match self.topo.nodes[pt.node as usize].kind {
-            NodeKind::Switch(s) => s,
-            NodeKind::Host(_) => unreachable!(),
-        };
+        let s = pt.owner;
         if kind == PacketKind::Data {
             if self.in_window {
                 pt.stats.latency.add(now - enq_time);
