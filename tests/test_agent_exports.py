@@ -90,3 +90,13 @@ def test_python_neutral_action_matches_the_defaults_it_reads(action: str) -> Non
         assert np.isnan(got)
     else:
         assert got == 0.0
+
+
+def test_aurora_bound_is_the_cores() -> None:
+    from ccgym.agent_defaults import AURORA_ACTION_BOUND
+    from ccgym.env.spaces import action_space
+
+    assert AURORA_ACTION_BOUND == _sim.AURORA_ACTION_BOUND == 1e6
+    space = action_space({**AGENT_DEFAULTS, "action": "aurora"})
+    assert float(space.high[0]) == pytest.approx(_sim.AURORA_ACTION_BOUND)
+    assert float(space.low[0]) == pytest.approx(-_sim.AURORA_ACTION_BOUND)

@@ -49,9 +49,8 @@ AGENT_ACTIONS: tuple[str, ...] = tuple(_core.agent_action_names())
 AGENT_TRIGGERS: tuple[str, ...] = tuple(_core.agent_trigger_names())
 """What starts a flow agent's decision (``[agent] trigger``)."""
 
-AURORA_ACTION_BOUND = 1e6
-"""The simulator clamps an ``aurora`` action to +-this (a constant of
-``crates/sim/src/cc/agent.rs``, not a setting)."""
+AURORA_ACTION_BOUND: float = float(_core.AURORA_ACTION_BOUND)
+"""The simulator clamps an ``aurora`` action to +-this (a constant of the core, not a setting)."""
 
 
 def neutral_action(cfg: Mapping[str, Any]) -> float:

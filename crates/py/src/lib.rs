@@ -730,6 +730,7 @@ fn agent_trigger_names() -> Vec<&'static str> {
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("InternalError", m.py().get_type::<InternalError>())?;
+    m.add("AURORA_ACTION_BOUND", ccgym_sim::cc::agent::AURORA_ACTION_BOUND)?;
     m.add_class::<Simulation>()?;
     m.add_class::<Pool>()?;
     m.add_function(wrap_pyfunction!(cc_catalogue, m)?)?;

@@ -27,7 +27,8 @@ mod spec;
 mod tests;
 
 pub use spec::{
-    ActionMap, AgentSpec, Agg, Feature, PerAck, Reward, Trigger, WindowUnit, ACTIONS, FEATURES, REWARDS, TRIGGERS,
+    ActionMap, AgentSpec, Agg, Feature, PerAck, Reward, Trigger, WindowUnit, ACTIONS, AURORA_ACTION_BOUND, FEATURES,
+    REWARDS, TRIGGERS,
 };
 
 use super::{AckEvent, CcCtx, CongestionControl, ProbeEvent};
@@ -304,7 +305,7 @@ impl AgentCc {
                 (rate * m).min(line)
             }
             ActionMap::Aurora { alpha } => {
-                let a = a.clamp(-1e6, 1e6);
+                let a = a.clamp(-AURORA_ACTION_BOUND, AURORA_ACTION_BOUND);
                 let m = if a >= 0.0 { 1.0 + alpha * a } else { 1.0 / (1.0 - alpha * a) };
                 self.last_multiplier = m;
                 rate * m

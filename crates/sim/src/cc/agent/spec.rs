@@ -120,6 +120,10 @@ pub const FEATURES: &[(&str, Feature)] = &[
 /// Action mappings accepted in `agent.action`.
 pub const ACTIONS: &[&str] = &["multiplier", "aurora", "discrete", "rate", "window", "per_ack"];
 
+/// An `aurora` action is clamped to +-this before it scales the rate: past
+/// it the multiplier would overflow to infinity or collapse to zero.
+pub const AURORA_ACTION_BOUND: f64 = 1e6;
+
 /// Decision triggers accepted in `agent.trigger`.
 pub const TRIGGERS: &[&str] = &["probe", "acks", "interval"];
 
