@@ -15,7 +15,10 @@ import pytest
 
 _sim = pytest.importorskip("ccgym._sim")
 
+from ccgym.agent_defaults import QUEUE_FEATURES  # noqa: E402
 from ccgym.runner import scenario_json  # noqa: E402
+
+NF = len(QUEUE_FEATURES)
 
 PROFILES = [
     {"kmin": "5KiB", "kmax": "20KiB", "pmax": 0.1},
@@ -49,7 +52,7 @@ def build(data: dict[str, Any]) -> Any:
 
 def test_queue_group_has_its_own_width_and_the_action_lands_after_policy_delay() -> None:
     sim = build(scenario())
-    assert sim.queue_obs_dim == 4 * 3
+    assert sim.queue_obs_dim == NF * 3
     targets = sim.queue_agent_targets()
     assert len(targets) == 1
     port, queue = targets[0]
@@ -57,14 +60,16 @@ def test_queue_group_has_its_own_width_and_the_action_lands_after_policy_delay()
     over, batch = sim.agent_step()
     assert not over
     group = batch["queue"]
-    assert group["obs"].shape == (1, 12)
+    assert group["obs"].shape == (1, NF * 3)
     assert list(group["agent"]) == [0]
     t0 = float(group["time_s"][0])
     assert t0 == pytest.approx(10e-6)
     # The incast fills the queue: the first interval saw bytes sent and a standing queue.
-    newest = group["obs"][0, -4:]
-    assert newest[1] > 0.5, "tx_rate: the port sent most of its line rate"
-    assert newest[3] == 0.0, "ecn_profile: the switch's configuration is profile 0"
+    newest = dict(zip(QUEUE_FEATURES, group["obs"][0, -NF:], strict=True))
+    assert newest["tx_rate"] > 0.5, "the queue sent most of the port's line rate"
+    assert newest["max_queue"] >= newest["mean_queue"] > 0.0
+    assert newest["marked_rate"] > 0.0
+    assert newest["ecn_profile"] == 0.0, "the switch's configuration is profile 0"
     # The flow group is there too, with today's keys (no flow agents: empty).
     assert batch["obs"].shape == (0, sim.obs_dim)
     sim.agent_act(np.array([1.0], np.float32))
@@ -108,11 +113,11 @@ def test_queue_agents_in_a_pool() -> None:
     pool = _sim.Pool([(scenario_json(scenario()), str(Path.cwd()))] * 2)
     batch = pool.step()
     group = batch["queue"]
-    assert group["obs"].shape == (2, 12)
+    assert group["obs"].shape == (2, NF * 3)
     assert sorted(group["sim"]) == [0, 1]
     pool.act(np.zeros(len(batch["flow"]) + 2, np.float32))
     batch = pool.step()
-    assert batch["queue"]["obs"].shape == (2, 12)
+    assert batch["queue"]["obs"].shape == (2, NF * 3)
     with pytest.raises(ValueError, match="expected 2 actions"):
         pool.act(np.zeros(len(batch["flow"]) + 3, np.float32))
 
@@ -123,6 +128,7 @@ def test_queue_agents_in_a_pool() -> None:
         ({"queues": ["sw0->nowhere"]}, "agent.queues[0]"),
         ({"ecn_profiles": []}, "agent.ecn_profiles"),
         ({"queue_history": 0}, "agent.queue_history"),
+        ({"queues": ["sw0->h0", "sw0->h0"]}, "agent.queues[1]"),
         (
             {"ecn_profiles": [{"kmin": "20KiB", "kmax": "5KiB", "pmax": 0.1}]},
             "agent.ecn_profiles[0]",
