@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ccgym import _sim
-from ccgym.agent_defaults import AGENT_DEFAULTS, BRIDGE_REWARDS, neutral_action
+from ccgym.agent_defaults import AGENT_DEFAULTS, BRIDGE_REWARDS, QUEUE_FEATURES, neutral_action
 from ccgym.scenario import tomllib  # tomli on Python 3.10
 
 _PS = {"ps": 1, "ns": 10**3, "us": 10**6, "ms": 10**9, "s": 10**12}
@@ -77,6 +77,19 @@ def test_exported_names() -> None:
     assert {"multiplier", "aurora", "discrete", "rate", "window", "per_ack"} == set(actions)
     assert AGENT_DEFAULTS["trigger"] in _sim.agent_trigger_names()
     assert set(_sim.agent_trigger_names()) == {"probe", "acks", "interval"}
+
+
+def test_exported_queue_agent_features() -> None:
+    assert QUEUE_FEATURES == tuple(_sim.agent_queue_feature_names())
+    assert set(QUEUE_FEATURES) == {
+        "queue",
+        "mean_queue",
+        "max_queue",
+        "tx_rate",
+        "marked_rate",
+        "drop_rate",
+        "ecn_profile",
+    }
 
 
 @pytest.mark.parametrize("action", ["multiplier", "aurora", "discrete", "rate"])

@@ -15,7 +15,10 @@ import pytest
 
 _sim = pytest.importorskip("ccgym._sim")
 
+from ccgym.agent_defaults import QUEUE_FEATURES  # noqa: E402
 from ccgym.runner import scenario_json  # noqa: E402
+
+NF = len(QUEUE_FEATURES)
 
 PROFILES = [
     {"kmin": "5KiB", "kmax": "20KiB", "pmax": 0.1},
@@ -49,7 +52,7 @@ def build(data: dict[str, Any]) -> Any:
 
 def test_queue_group_has_its_own_width_and_the_action_lands_after_policy_delay() -> None:
     sim = build(scenario())
-    assert sim.queue_obs_dim == 4 * 3
+    assert sim.queue_obs_dim == NF * 3
     targets = sim.queue_agent_targets()
     assert len(targets) == 1
     port, queue = targets[0]
@@ -57,14 +60,16 @@ def test_queue_group_has_its_own_width_and_the_action_lands_after_policy_delay()
     over, batch = sim.agent_step()
     assert not over
     group = batch["queue"]
-    assert group["obs"].shape == (1, 12)
+    assert group["obs"].shape == (1, NF * 3)
     assert list(group["agent"]) == [0]
     t0 = float(group["time_s"][0])
     assert t0 == pytest.approx(10e-6)
     # The incast fills the queue: the first interval saw bytes sent and a standing queue.
-    newest = group["obs"][0, -4:]
-    assert newest[1] > 0.5, "tx_rate: the port sent most of its line rate"
-    assert newest[3] == 0.0, "ecn_profile: the switch's configuration is profile 0"
+    newest = dict(zip(QUEUE_FEATURES, group["obs"][0, -NF:], strict=True))
+    assert newest["tx_rate"] > 0.5, "the queue sent most of the port's line rate"
+    assert newest["max_queue"] >= newest["mean_queue"] > 0.0
+    assert newest["marked_rate"] > 0.0
+    assert newest["ecn_profile"] == 0.0, "the switch's configuration is profile 0"
     # The flow group is there too, with today's keys (no flow agents: empty).
     assert batch["obs"].shape == (0, sim.obs_dim)
     sim.agent_act(np.array([1.0], np.float32))
@@ -108,11 +113,11 @@ def test_queue_agents_in_a_pool() -> None:
     pool = _sim.Pool([(scenario_json(scenario()), str(Path.cwd()))] * 2)
     batch = pool.step()
     group = batch["queue"]
-    assert group["obs"].shape == (2, 12)
+    assert group["obs"].shape == (2, NF * 3)
     assert sorted(group["sim"]) == [0, 1]
     pool.act(np.zeros(len(batch["flow"]) + 2, np.float32))
     batch = pool.step()
-    assert batch["queue"]["obs"].shape == (2, 12)
+    assert batch["queue"]["obs"].shape == (2, NF * 3)
     with pytest.raises(ValueError, match="expected 2 actions"):
         pool.act(np.zeros(len(batch["flow"]) + 3, np.float32))
 
@@ -123,6 +128,7 @@ def test_queue_agents_in_a_pool() -> None:
         ({"queues": ["sw0->nowhere"]}, "agent.queues[0]"),
         ({"ecn_profiles": []}, "agent.ecn_profiles"),
         ({"queue_history": 0}, "agent.queue_history"),
+        ({"queues": ["sw0->h0", "sw0->h0"]}, "agent.queues[1]"),
         (
             {"ecn_profiles": [{"kmin": "20KiB", "kmax": "5KiB", "pmax": 0.1}]},
             "agent.ecn_profiles[0]",
@@ -151,3 +157,121 @@ def test_flow_and_queue_groups_together_take_flow_actions_first() -> None:
     t0 = int(round(float(batch["queue"]["time_s"][0]) * 1e12))
     sim.run_until(t0 + 3_000_000)
     assert sim.queue_ecn(port, queue) == (50 * 1024, 200 * 1024, 0.5)
+
+
+# ------------------------------------------------------------------------------------------
+# The Python rollout path: AgentPool and the multi-agent adapters
+
+
+def test_agent_pool_steps_both_groups_with_a_random_policy() -> None:
+    from ccgym.env.bridge import QUEUE_AGENT_BIT, AgentPool, split_key
+
+    rng = np.random.default_rng(0)
+    pool = AgentPool([scenario(), scenario()], seeds=[1, 2], auto_reset=False, single_thread=False)
+    assert pool.groups == ("flow", "queue")
+    assert pool.queue_obs_dim == NF * 3 != pool.obs_dim
+    assert pool.queue_agent_names(1) == ["queue_sw0->h0_q1"]
+    seen_queue_keys: set[int] = set()
+    for _ in range(8):
+        batches = pool.step_groups()
+        flows, queues = batches["flow"], batches["queue"]
+        assert flows.obs.shape[1] == pool.obs_dim and queues.obs.shape[1] == pool.queue_obs_dim
+        _, _, agent = split_key(queues.key)
+        assert (agent & QUEUE_AGENT_BIT).all() and not (
+            split_key(flows.key)[2] & QUEUE_AGENT_BIT
+        ).any()
+        seen_queue_keys |= set(queues.key.tolist())
+        if queues.request.any():
+            with pytest.raises(ValueError, match="queue-agent requests"):
+                pool.act(np.zeros(len(flows), np.float32))
+        pool.act(
+            {
+                "flow": rng.uniform(-1, 1, len(flows)).astype(np.float32),
+                "queue": rng.integers(0, len(PROFILES), len(queues)).astype(np.float32),
+            }
+        )
+    assert len(seen_queue_keys) == 2, "one queue agent per simulation, one key each"
+    assert pool.decisions > 8
+
+
+def test_agent_pool_runs_an_episode_to_every_queue_agents_end() -> None:
+    """Queue agents only (the flows keep DCTCP): each request is answered with a profile and
+    the run ends with one truncated entry per queue agent; a key never repeats in a batch."""
+    from ccgym.env.bridge import AgentPool
+
+    pool = AgentPool(scenario(), cc=None, auto_reset=False)
+    requests, ends = 0, []
+    while not pool.all_over:
+        batches = pool.step_groups()
+        q = batches["queue"]
+        assert len(batches["flow"]) == 0
+        assert len(set(q.key.tolist())) == len(q)
+        requests += int(q.request.sum())
+        ends += q.key[q.truncated].tolist()
+        if len(q):
+            pool.act({"queue": np.ones(len(q), np.float32)})
+    assert requests == 19, "one request per 10 us before the end at 200 us"
+    assert len(ends) == 1
+    # Holding the deep profile: the queue never marked at the shallow one's threshold.
+    assert pool.summary()["duration_s"] == pytest.approx(200e-6)
+
+
+def test_pettingzoo_adapter_exposes_queue_agents() -> None:
+    pytest.importorskip("pettingzoo")
+    from pettingzoo.test import parallel_api_test
+
+    from ccgym.env import CcParallelEnv
+
+    env = CcParallelEnv(scenario(), interval="10us")
+    queue = "queue_sw0->h0_q1"
+    assert env.possible_agents == ["flow_0", "flow_1", "flow_2", queue]
+    assert env.observation_space(queue).shape == (NF * 3,)
+    assert env.observation_space("flow_0").shape == (env.pool.obs_dim,)
+    assert env.action_space(queue).n == len(PROFILES)
+    parallel_api_test(env, num_cycles=50)
+    obs, _ = env.reset(seed=3)
+    assert set(obs) == set(env.possible_agents)
+    queue_entries, queue_end = 1, None
+    while env.agents:
+        actions = {a: env.action_space(a).sample() for a in env.agents}
+        obs, rew, term, trunc, infos = env.step(actions)
+        if queue in obs:
+            assert obs[queue].shape == (NF * 3,)
+            queue_entries += 1
+            if trunc[queue]:
+                queue_end = infos[queue]["time_s"]
+    # A request every 10 us from 10 us to 190 us, then the end of the run.
+    assert queue_entries == 20 and queue_end == pytest.approx(200e-6)
+
+
+def test_rllib_adapter_exposes_queue_agents() -> None:
+    pytest.importorskip("ray.rllib")
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+
+    from ccgym.env import CcRllibEnv
+
+    env = CcRllibEnv({"scenario": scenario(), "agent": {"trigger": "interval", "interval": "20us"}})
+    queue = "queue_sw0->h0_q1"
+    assert queue in env.possible_agents
+    assert env.observation_spaces[queue].shape == (NF * 3,)
+    assert env.action_spaces[queue].n == len(PROFILES)
+    check_multiagent_environments(env)
+    obs, _ = env.reset(seed=1)
+    queue_entries = int(queue in obs)
+    for _ in range(6):
+        actions = {a: env.action_spaces[a].sample() for a in obs}
+        obs, rew, term, trunc, _ = env.step(actions)
+        assert set(obs) == set(rew) and set(obs) <= set(env.possible_agents)
+        for a, o in obs.items():
+            assert env.observation_spaces[a].contains(o), a
+        queue_entries += int(queue in obs)
+    assert queue_entries >= 3
+
+
+def test_single_flow_envs_refuse_queue_agents() -> None:
+    from ccgym.env import CcFlowEnv, CcFlowVectorEnv
+
+    with pytest.raises(ValueError, match="switch-queue agents"):
+        CcFlowEnv(scenario())
+    with pytest.raises(ValueError, match="switch-queue agents"):
+        CcFlowVectorEnv(scenario())

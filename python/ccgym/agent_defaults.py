@@ -24,6 +24,7 @@ __all__ = [
     "AGENT_ACTIONS",
     "AGENT_FEATURES",
     "AGENT_TRIGGERS",
+    "QUEUE_FEATURES",
     "AURORA_ACTION_BOUND",
     "BRIDGE_REWARDS",
     "keep_rate_actions",
@@ -48,6 +49,10 @@ AGENT_ACTIONS: tuple[str, ...] = tuple(_core.agent_action_names())
 
 AGENT_TRIGGERS: tuple[str, ...] = tuple(_core.agent_trigger_names())
 """What starts a flow agent's decision (``[agent] trigger``)."""
+
+QUEUE_FEATURES: tuple[str, ...] = tuple(_core.agent_queue_feature_names())
+"""Features of one switch-queue agent observation row (``[agent] queues``), in order; an
+observation is ``queue_history`` such rows, oldest first."""
 
 AURORA_ACTION_BOUND: float = float(_core.AURORA_ACTION_BOUND)
 """The simulator clamps an ``aurora`` action to +-this (a constant of the core, not a setting)."""

@@ -607,6 +607,22 @@ impl Pool {
             .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(format!("no simulation {i}")))?;
         guarded("summary", || sim.summary().to_string())
     }
+
+    /// Switch-queue agent observation width (0: no queue agents in the pool).
+    #[getter]
+    fn queue_obs_dim(&self) -> usize {
+        self.qdim
+    }
+
+    /// The (port, data queue) of each switch-queue agent of simulation `i`, by agent id.
+    fn queue_agent_targets(&self, i: usize) -> PyResult<Vec<(u32, usize)>> {
+        let sim = self
+            .sims
+            .get(i)
+            .and_then(|s| s.as_ref())
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(format!("no simulation {i}")))?;
+        Ok((0..sim.queue_agents() as u32).filter_map(|a| sim.queue_agent_target(a)).collect())
+    }
 }
 
 /// A policy file's network for native evaluation in `precision` (`float32` or `int8`).
@@ -726,6 +742,12 @@ fn agent_trigger_names() -> Vec<&'static str> {
     ccgym_sim::cc::agent::TRIGGERS.to_vec()
 }
 
+/// Feature names of one switch-queue agent observation row, in order.
+#[pyfunction]
+fn agent_queue_feature_names() -> Vec<&'static str> {
+    ccgym_sim::sim::QUEUE_FEATURES.to_vec()
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
@@ -741,5 +763,6 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(agent_reward_names, m)?)?;
     m.add_function(wrap_pyfunction!(agent_action_names, m)?)?;
     m.add_function(wrap_pyfunction!(agent_trigger_names, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_queue_feature_names, m)?)?;
     Ok(())
 }

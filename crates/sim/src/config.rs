@@ -316,6 +316,9 @@ pub struct HostConfig {
     /// (with bursts) or `srpt` (smallest remaining bytes first; ties in the
     /// order the flows became ready).
     pub scheduler: String,
+    /// Credit transport: the data priority (0 most urgent, to 7) the
+    /// receivers grant; `None`: each flow's class priority (`class - 1`).
+    pub grant_priority: Option<u8>,
 }
 
 impl Default for HostConfig {
@@ -332,6 +335,7 @@ impl Default for HostConfig {
             min_rate_fraction: 64.0 / 1_048_576.0,
             tx_jitter: 0.0,
             scheduler: "round_robin".into(),
+            grant_priority: None,
         }
     }
 }

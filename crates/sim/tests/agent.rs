@@ -267,7 +267,7 @@ fn window_action_limits_a_flow_by_its_window() {
     assert!(large > 0.9, "64-packet windows use {large}");
 }
 
-/// A switch-queue agent: its own batch group (4 features x 3 intervals), one
+/// A switch-queue agent: its own batch group (7 features x 3 intervals), one
 /// request per sampling interval, and its ECN-profile choice in force exactly
 /// `policy_delay` after the request.
 #[test]
@@ -283,11 +283,11 @@ fn queue_agent_sets_its_queues_ecn_profile_after_the_policy_delay() {
                                    {"kmin": "60KiB", "kmax": "90KiB", "pmax": 1.0}]},
     });
     let mut sim = build(&s);
-    assert_eq!((sim.queue_agents(), sim.queue_obs_dim()), (1, 12));
+    assert_eq!((sim.queue_agents(), sim.queue_obs_dim()), (1, 21));
     let (port, queue) = sim.queue_agent_target(0).unwrap();
     assert!(!sim.agent_step().unwrap());
     let qb = sim.queue_batch().unwrap().clone();
-    assert_eq!((qb.len(), qb.obs.len(), qb.times[0]), (1, 12, 10_000_000));
+    assert_eq!((qb.len(), qb.obs.len(), qb.times[0]), (1, 21, 10_000_000));
     assert!(sim.batch().unwrap().is_empty(), "no flow agents");
     sim.agent_act(&[1.0]).unwrap();
     let red = |sim: &Simulation| sim.ports()[port as usize].queues[queue].red.unwrap().kmin;

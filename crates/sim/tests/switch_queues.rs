@@ -217,3 +217,103 @@ fn discipline_and_buffer_fields_are_checked() {
     assert!(build_err(base(json!({"discipline": "rank", "port_buffer": 1000}))).contains("switch.port_buffer"));
     assert!(build_err(base(json!({"buffer_model": "static", "buffer": 2000}))).contains("switch.buffer"));
 }
+
+/// Two flows through a 64 Gb/s port with two data queues: ten packets in
+/// class 1 from `a` at 0, five in class 2 from `c` at 200 us. Each queue
+/// alone is the hand-counted pattern of `queue_counters_match_a_hand_count`:
+/// packet j of a line-rate burst waits j x 48,240 ps, and at dequeue ECN
+/// marks every packet that leaves one behind (packets 2 to n-2). Both queues
+/// are switch agents sampled every 500 us; a user reads the same queues in
+/// between with `queue_stats`.
+fn two_class_queues() -> Simulation {
+    build(json!({
+        "duration": "1.2ms",
+        "topology": {"kind": "custom", "link_rate": "100Gbps", "link_delay": "1us",
+            "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"},
+                      {"name": "c", "kind": "host"}, {"name": "s", "kind": "switch"}],
+            "links": [{"a": "a", "b": "s"}, {"a": "c", "b": "s"}, {"a": "s", "b": "b", "rate": "64Gbps"}]},
+        "switch": {"queues": 3, "ecn": {"kmin": 0, "kmax": 0, "pmax": 1.0}},
+        "workload": [{"kind": "flows", "flows": [
+            {"src": "a", "dst": "b", "size": 10_240, "class": 1},
+            {"src": "c", "dst": "b", "size": 5_120, "class": 2, "start": "200us"},
+        ]}],
+        "agent": {"queues": ["s->b"], "queue_interval": "500us", "queue_history": 2,
+                  "ecn_profiles": [{"kmin": 0, "kmax": 0, "pmax": 1.0}]},
+    }))
+}
+
+#[test]
+fn a_queue_agent_observes_its_own_queues_counters() {
+    let mut sim = two_class_queues();
+    let nf = ccgym_sim::sim::QUEUE_FEATURES.len();
+    assert_eq!((sim.queue_agents(), sim.queue_obs_dim()), (2, 2 * nf));
+    let targets: Vec<_> = (0..2).map(|i| sim.queue_agent_target(i).unwrap()).collect();
+    let (port, _) = targets[0];
+    assert_eq!(targets, vec![(port, 1), (port, 2)]);
+    assert!(!sim.agent_step().unwrap());
+    let qb = sim.queue_batch().unwrap().clone();
+    assert_eq!((qb.flows.clone(), qb.times.clone()), (vec![0, 1], vec![500_000_000; 2]));
+    // B: what the port sends in 500 us at 64 Gb/s.
+    let b = 64e9 / 8.0 * 500e-6;
+    let pkt = 1072.0;
+    let interval = 500e6;
+    let row = |n: f64, marked: f64, max: f64| {
+        let area = pkt * 48_240.0 * (n - 1.0) * n / 2.0;
+        [0.0, area / interval / b, max * pkt / b, n * pkt / b, marked * pkt / b, 0.0, 0.0]
+    };
+    // Queue 1: 10 packets, 7 marked, 4 queued at most (when packet 9 arrives);
+    // queue 2: 5 packets, 2 marked, 2 queued at most (packets 3 and 4).
+    let want = [row(10.0, 7.0, 4.0), row(5.0, 2.0, 2.0)];
+    for (agent, want) in want.iter().enumerate() {
+        let obs = &qb.obs[agent * 2 * nf..(agent + 1) * 2 * nf];
+        // The first sample fills the history.
+        for (got, w) in obs.iter().zip(want.iter().chain(want)) {
+            assert!((*got as f64 - w).abs() < 1e-6, "agent {agent}: {obs:?} vs {want:?}");
+        }
+    }
+    // The port's counters mix both queues; each agent saw only its own.
+    assert_eq!(sim.ports()[port as usize].tx_bytes, 15 * 1072);
+    sim.agent_act(&[0.0, 0.0]).unwrap();
+}
+
+#[test]
+fn queue_agents_and_queue_stats_callers_keep_separate_intervals() {
+    let mut sim = two_class_queues();
+    let (port, _) = sim.queue_agent_target(0).unwrap();
+    let (q1, q2) = ((port, 1), (port, 2));
+    let pkt = 1072u64;
+    // The user closes an interval of queue 1 at 150 us, inside the agents' first.
+    sim.run_until(150_000_000);
+    let st = sim.queue_stats(&[q1], true).unwrap()[0];
+    assert_eq!((st.interval, st.tx_bytes, st.ecn_bytes, st.max_bytes), (150_000_000, 10 * pkt, 7 * pkt, 4 * pkt));
+    // The agents' interval [0, 500 us) still holds everything.
+    assert!(!sim.agent_step().unwrap());
+    let nf = ccgym_sim::sim::QUEUE_FEATURES.len();
+    let obs = sim.queue_batch().unwrap().obs.clone();
+    let b = 64e9 / 8.0 * 500e-6;
+    let newest = |agent: usize| &obs[agent * 2 * nf + nf..(agent + 1) * 2 * nf];
+    assert!((newest(0)[3] as f64 - 10.0 * 1072.0 / b).abs() < 1e-6, "tx_rate of queue 1: {:?}", newest(0));
+    assert!((newest(0)[2] as f64 - 4.0 * 1072.0 / b).abs() < 1e-6, "max_queue of queue 1: {:?}", newest(0));
+    assert!((newest(1)[3] as f64 - 5.0 * 1072.0 / b).abs() < 1e-6, "tx_rate of queue 2: {:?}", newest(1));
+    sim.agent_act(&[0.0, 0.0]).unwrap();
+    // The agents closed their interval at 500 us; the user's intervals go on:
+    // queue 1's from 150 us (nothing since), queue 2's from the start.
+    sim.run_until(600_000_000);
+    let st = sim.queue_stats(&[q1, q2], false).unwrap();
+    assert_eq!((st[0].interval, st[0].tx_bytes, st[0].max_bytes), (450_000_000, 0, 0));
+    assert_eq!(
+        (st[1].interval, st[1].tx_bytes, st[1].ecn_bytes, st[1].max_bytes),
+        (600_000_000, 5 * pkt, 2 * pkt, 2 * pkt)
+    );
+    let area = (pkt * 48_240 * 10) as f64;
+    assert!((st[1].mean_bytes - area / 600e6).abs() < 1e-9, "mean {}", st[1].mean_bytes);
+    // And the agents' next interval [500 us, 1 ms) saw nothing: the user's
+    // read at 600 us took nothing from it either.
+    assert!(!sim.agent_step().unwrap());
+    let qb = sim.queue_batch().unwrap().clone();
+    assert_eq!(qb.times, vec![1_000_000_000; 2]);
+    for a in qb.obs.chunks(2 * nf) {
+        assert!(a[nf..].iter().all(|&v| v == 0.0), "second interval: {a:?}");
+        assert!(a[3] > 0.0, "the older row is the first interval's");
+    }
+}

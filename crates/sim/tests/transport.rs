@@ -112,7 +112,7 @@ fn grant_scheduler_alternates_one_packet_per_token() {
     for (i, f) in sim.flows().iter().enumerate() {
         assert!(f.snd.finished.is_some(), "flow {i} did not complete");
         assert_eq!(f.snd.granted, 8192);
-        assert_eq!(f.snd.grant_prio, 1, "a grant carries the flow's class as the data's priority");
+        assert_eq!(f.snd.grant_prio, 0, "by default a grant carries the class's priority (class - 1)");
         assert_eq!(f.stats.retx_bytes, 0);
     }
 }
@@ -173,4 +173,47 @@ fn credit_flow_recovers_losses_below_its_grant() {
     assert!(f.snd.finished.is_some(), "the credit flow did not complete");
     assert!(f.stats.retx_bytes > 0, "no loss: the test did not exercise recovery");
     assert_eq!(f.rcv.granted, 200_000, "grants beyond the flow's size");
+}
+
+/// The credit incast through strict-priority switch ports of 2 priorities,
+/// its receiver granting `grant_priority` (or the default).
+fn credit_incast_at_priority_port(grant_priority: Option<u8>) -> Simulation {
+    let mut s = credit_incast();
+    s["switch"] = json!({"discipline": "priority", "priorities": 2});
+    if let Some(p) = grant_priority {
+        s["host"]["grant_priority"] = json!(p);
+    }
+    let mut sim = build(&s);
+    sim.run_until(u64::MAX);
+    for (i, f) in sim.flows().iter().enumerate() {
+        assert!(f.snd.finished.is_some(), "flow {i} did not complete");
+    }
+    sim
+}
+
+/// Bytes each data queue (priority 0, priority 1) of the switch port to host 2 sent.
+fn bytes_by_priority(sim: &mut Simulation) -> [u64; 2] {
+    let port = sim.data_queues().into_iter().find(|q| q.peer == sim.topology().nodes[2].name).unwrap().port;
+    let st = sim.queue_stats(&[(port, 1), (port, 2)], false).unwrap();
+    [st[0].tx_bytes, st[1].tx_bytes]
+}
+
+#[test]
+fn data_sent_under_a_grant_carries_the_granted_priority() {
+    let data = 16 * (1024 + 48);
+    // By default the receiver grants the class's priority, 0: data in queue 1.
+    let mut sim = credit_incast_at_priority_port(None);
+    assert_eq!(bytes_by_priority(&mut sim), [data, 0]);
+    // A receiver that grants priority 1 moves the same data to queue 2, though
+    // the flows' class (1) alone would put it at priority 0.
+    let mut sim = credit_incast_at_priority_port(Some(1));
+    assert_eq!(bytes_by_priority(&mut sim), [0, data]);
+    assert!(sim.flows().iter().all(|f| f.snd.grant_prio == 1));
+    let mut bad = credit_incast();
+    bad["host"]["grant_priority"] = json!(8);
+    let err = match Simulation::from_json(&bad.to_string(), Path::new(".")) {
+        Ok(_) => panic!("grant_priority 8 should be rejected"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("host.grant_priority"), "{err}");
 }

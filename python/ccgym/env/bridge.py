@@ -17,6 +17,15 @@ One step is one batch of decision requests of all simulations::
 
 No Python object is created per agent or per decision: everything is a numpy array.
 
+A scenario with switch-queue agents (``agent.queues``) has a second batch group, ``"queue"``,
+with its own observation width (``queue_obs_dim``) and action (an index into
+``agent.ecn_profiles``). :meth:`AgentPool.step` still returns the flow group;
+:attr:`AgentPool.last_batches` (or :meth:`AgentPool.step_groups`) holds every group of the
+step, and :meth:`AgentPool.act` then takes a dict of actions by group::
+
+    batches = pool.step_groups()           # {"flow": Batch, "queue": Batch}
+    pool.act({"flow": policy(batches["flow"].obs), "queue": profiles(batches["queue"].obs)})
+
 The trainers of ``ccgym.agents`` step their training simulations through this same class
 (:class:`ccgym.train.rollout.TrainingRollout`): scenarios prepared by the trainer
 (:class:`PreparedScenario`), episode seeds from the run's generator (``seeds`` as a function)
@@ -43,6 +52,8 @@ __all__ = [
     "AGENT_DEFAULTS",
     "EPISODE_BITS",
     "FLOW_BITS",
+    "GROUPS",
+    "QUEUE_AGENT_BIT",
     "SIM_BITS",
     "AgentPool",
     "Batch",
@@ -55,6 +66,7 @@ __all__ = [
     "make_key",
     "neutral_action",
     "prepare_scenario",
+    "queue_agent_name",
     "split_key",
 ]
 
@@ -64,6 +76,11 @@ EPISODE_BITS = 20
 """Bits of an agent key holding the episode number (modulo 2**20)."""
 SIM_BITS = 12
 """Bits of an agent key holding the simulation index (the high bits): at most 4096 simulations."""
+QUEUE_AGENT_BIT = 1 << (FLOW_BITS - 1)
+"""Set in the agent part of a switch-queue agent's key (flow ids stay below it), so that the
+keys of the two batch groups never collide and share the (simulation, episode) prefix."""
+GROUPS = ("flow", "queue")
+"""The agent bridge's batch groups, in the order :meth:`AgentPool.act` sends their actions."""
 
 _ZERO = re.compile(r"^\s*[+]?0*(\.0*)?\s*([a-zA-Zµ]+)?\s*$")
 
@@ -94,6 +111,12 @@ def is_zero_duration(value: Any) -> bool:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value == 0
     return isinstance(value, str) and bool(_ZERO.match(value)) and any(c.isdigit() for c in value)
+
+
+def queue_agent_name(port_name: str, queue: int) -> str:
+    """The agent name of data queue ``queue`` of switch port ``port_name`` (``"switch->peer"``):
+    ``"queue_<switch>-><peer>_q<queue>"``."""
+    return f"queue_{port_name}_q{queue}"
 
 
 def agent_config(scenario: Mapping[str, Any]) -> dict[str, Any]:
@@ -169,9 +192,10 @@ class Batch:
     episode: np.ndarray
     """Episode number of that simulation (uint32, from 0)."""
     flow: np.ndarray
-    """Flow id (uint32)."""
+    """Flow id (uint32); in the ``"queue"`` group, the queue agent's id."""
     key: np.ndarray
-    """Unique agent key of (sim, episode, flow) (uint64, see :func:`make_key`)."""
+    """Unique agent key of (sim, episode, flow) (uint64, see :func:`make_key`; a queue agent's
+    carries :data:`QUEUE_AGENT_BIT`)."""
     time_s: np.ndarray
     """Simulated time of the request, in seconds (float64)."""
     obs: np.ndarray
@@ -231,6 +255,7 @@ class _SingleSim:
             raise ScenarioError("the scenario needs an [agent] table with external policy")
         self._over = False
         self.obs_dim = int(self._sim.obs_dim)
+        self.queue_obs_dim = int(self._sim.queue_obs_dim)
 
     def __len__(self) -> int:
         return 1
@@ -249,6 +274,8 @@ class _SingleSim:
         over, batch = self._sim.agent_step()
         self._over = bool(over)
         batch["sim"] = np.zeros(len(batch["flow"]), np.uint32)
+        if "queue" in batch:
+            batch["queue"]["sim"] = np.zeros(len(batch["queue"]["agent"]), np.uint32)
         return batch
 
     def act(self, actions: np.ndarray) -> None:
@@ -256,13 +283,16 @@ class _SingleSim:
 
     def reset(self, i: int, scenario_json: str, base_dir: str) -> None:
         sim = self._sim_mod.Simulation(scenario_json, base_dir)
-        if int(sim.obs_dim) != self.obs_dim:
+        if int(sim.obs_dim) != self.obs_dim or int(sim.queue_obs_dim) != self.queue_obs_dim:
             raise ValueError("the new scenario's observation length differs from the pool's")
         self._sim = sim
         self._over = False
 
     def summary(self, i: int) -> str:
         return str(self._sim.summary())
+
+    def queue_agent_targets(self, i: int) -> list[tuple[int, int]]:
+        return list(self._sim.queue_agent_targets())
 
 
 def _seed_lists(
@@ -368,17 +398,27 @@ class AgentPool:
         else:
             self._pool = native().Pool(first)
         self.obs_dim: int = int(self._pool.obs_dim)
+        self.queue_obs_dim: int = int(self._pool.queue_obs_dim)
+        """Observation width of a switch-queue agent (0: no queue agents)."""
+        self.groups: tuple[str, ...] = GROUPS if self.queue_obs_dim else GROUPS[:1]
+        """The batch groups of this pool's simulations: ``("flow",)`` or ``("flow", "queue")``."""
+        self.obs_dims: dict[str, int] = {"flow": self.obs_dim, "queue": self.queue_obs_dim}
+        """Observation width of each batch group."""
         self._fresh = np.ones(n, bool)  # not stepped since built
         self._exhausted = np.zeros(n, bool)  # over and no seed left
         self._now_s = np.zeros(n, np.float64)
         self._durations: list[float | None] = [None] * n
         self._done_time_s = 0.0
-        self._deferred: Batch | None = None
-        self._raw_len = 0
-        self._raw_index = np.zeros(0, np.intp)  # per batch entry: its index in the native batch
+        # Per batch group: entries held back, native batch length, and per batch entry its
+        # index in the native batch (-1: held back from an earlier one).
+        self._deferred: dict[str, Batch | None] = dict.fromkeys(self.groups)
+        self._raw_len = dict.fromkeys(self.groups, 0)
+        self._raw_index = {g: np.zeros(0, np.intp) for g in self.groups}
         self._awaiting = False
         self._needs_action = False
-        self._last: Batch = Batch.empty(self.obs_dim)
+        self._last_groups: dict[str, Batch] = {
+            g: Batch.empty(self.obs_dims[g]) for g in self.groups
+        }
         self.decisions = 0
         """Decision requests delivered so far."""
         self.entries = 0
@@ -431,9 +471,10 @@ class AgentPool:
     def over(self) -> np.ndarray:
         """Per simulation: its episode has ended and every entry of it was delivered."""
         native_over = np.asarray(self._pool.over, bool)
-        if self._deferred is not None and len(self._deferred):
-            native_over = native_over.copy()
-            native_over[np.unique(self._deferred.sim)] = False
+        for held in self._deferred.values():
+            if held is not None and len(held):
+                native_over = native_over.copy()
+                native_over[np.unique(held.sim)] = False
         return native_over
 
     @property
@@ -457,8 +498,25 @@ class AgentPool:
 
     @property
     def last_batch(self) -> Batch:
-        """The batch returned by the last :meth:`step`."""
-        return self._last
+        """The batch returned by the last :meth:`step` (the flow group)."""
+        return self._last_groups["flow"]
+
+    @property
+    def last_batches(self) -> dict[str, Batch]:
+        """Every batch group of the last :meth:`step`, by name (see :attr:`groups`)."""
+        return dict(self._last_groups)
+
+    def queue_agent_names(self, i: int = 0) -> list[str]:
+        """The names of simulation ``i``'s switch-queue agents, by agent id (the ``flow`` field
+        of the ``"queue"`` group): :func:`queue_agent_name` of each agent's port and queue."""
+        targets = [(int(p), int(q)) for p, q in self._pool.queue_agent_targets(i)]
+        # Agents are built port by port in the order of agent.queues, which names each port once.
+        port_names = list(self.agent_config(i).get("queues") or [])
+        ports = list(dict.fromkeys(p for p, _ in targets))
+        if len(ports) != len(port_names):
+            raise RuntimeError(f"{len(ports)} queue-agent ports but agent.queues = {port_names}")
+        name_of = dict(zip(ports, port_names, strict=True))
+        return [queue_agent_name(name_of[p], q) for p, q in targets]
 
     # ----------------------------------------------------------------------------------------
     # episodes
@@ -496,9 +554,10 @@ class AgentPool:
         stepped since it was built, to the seed it was built with, costs nothing.
         """
         self._settle()
-        if self._deferred is not None:
-            keep = self._deferred.sim != i
-            self._deferred = self._deferred.select(keep) if keep.any() else None
+        for g, held in self._deferred.items():
+            if held is not None:
+                keep = held.sim != i
+                self._deferred[g] = held.select(keep) if keep.any() else None
         if seed is None and not self._fresh[i]:
             seed = self._episode_seed(i, int(self._episode[i]) + 1)
             if seed is None and self._seeds[i] is not None:
@@ -520,22 +579,25 @@ class AgentPool:
         self._exhausted[i] = False
 
     def _settle(self) -> None:
-        """Answer an unanswered batch with rate-keeping actions (before a reset)."""
+        """Answer an unanswered batch with rate-keeping actions (before a reset); queue agents
+        keep their ECN profile (NaN)."""
         if not self._awaiting:
             return
-        last = self._last
+        last = self._last_groups["flow"]
         actions = np.zeros(len(last), np.float32)
         if self._needs_action:
             for s in np.unique(last.sim):
                 rows = last.sim == s
                 actions[rows] = keep_rate_actions(self.agent_config(int(s)), last.obs[rows])
-        self.act(actions)
+        if len(self.groups) == 1:
+            self.act(actions)
+            return
+        queue = np.full(len(self._last_groups["queue"]), np.nan, np.float32)
+        self.act({"flow": actions, "queue": queue})
 
     def _auto_reset(self) -> None:
         native_over = np.asarray(self._pool.over, bool)
-        pending = (
-            set(np.unique(self._deferred.sim).tolist()) if self._deferred is not None else set()
-        )
+        pending = {int(s) for held in self._deferred.values() if held is not None for s in held.sim}
         for i in np.flatnonzero(native_over & ~self._exhausted & ~self._fresh):
             if i in pending:
                 continue  # its last entries go out first
@@ -568,8 +630,9 @@ class AgentPool:
     def step(self) -> Batch:
         """Advance every running simulation to its next batch of decisions.
 
-        Returns the decisions of all simulations as one :class:`Batch`. Answer it with
-        :meth:`act` before stepping again (a batch with no requests may go unanswered).
+        Returns the decisions of all simulations as one :class:`Batch` (the flow group; with
+        switch-queue agents, :attr:`last_batches` holds the ``"queue"`` group too). Answer it
+        with :meth:`act` before stepping again (a batch with no requests may go unanswered).
         """
         if self._awaiting:
             if self._needs_action:
@@ -577,19 +640,41 @@ class AgentPool:
             self._settle()
         if self.auto_reset:
             self._auto_reset()
-        deferred, self._deferred = self._deferred, None
+        deferred, self._deferred = self._deferred, dict.fromkeys(self.groups)
         native_over = np.asarray(self._pool.over, bool)
-        if deferred is not None and native_over.all():
-            raw = Batch.empty(self.obs_dim)  # nothing runs: deliver what was held back
+        if any(d is not None for d in deferred.values()) and native_over.all():
+            # nothing runs: deliver what was held back
+            raws = {g: Batch.empty(self.obs_dims[g]) for g in self.groups}
         else:
-            raw = self._convert(self._pool.step())
+            d = self._pool.step()
+            raws = {g: self._convert(d if g == "flow" else d.get(g), g) for g in self.groups}
             ended = np.flatnonzero(np.asarray(self._pool.over, bool) & ~native_over)
             self.episodes += len(ended)
             for i in ended:  # a run that is over has reached its duration
                 self._now_s[i] = max(self._now_s[i], self.duration_s(int(i)))
-        self._raw_len = len(raw)
-        self._awaiting = self._raw_len > 0
+        self._awaiting = any(len(raw) for raw in raws.values())
         self._fresh[~native_over] = False  # stepped
+        requests = 0
+        for g, raw in raws.items():
+            self._raw_len[g] = len(raw)
+            batch = self._group_batch(g, raw, deferred[g])
+            requests += int(np.count_nonzero(batch.request))
+            self.entries += len(batch)
+            self._last_groups[g] = batch
+        self._needs_action = self._awaiting and requests > 0
+        self.decisions += requests
+        self.batches += 1
+        return self._last_groups["flow"]
+
+    def step_groups(self) -> dict[str, Batch]:
+        """:meth:`step`, returning every batch group by name (``"flow"``, and ``"queue"`` with
+        switch-queue agents)."""
+        self.step()
+        return self.last_batches
+
+    def _group_batch(self, group: str, raw: Batch, deferred: Batch | None) -> Batch:
+        """One group's batch from its native entries ``raw``: the simulated clocks advanced,
+        duplicate keys held back (``defer_duplicates``), entries held back earlier first."""
         if len(raw) and len(self._now_s) == 1:
             self._now_s[0] = max(self._now_s[0], float(raw.time_s.max()))
         elif len(raw):
@@ -602,7 +687,7 @@ class AgentPool:
                 keep = np.zeros(len(raw), bool)
                 keep[first] = True
                 held = raw.select(~keep)
-                self._deferred = held
+                self._deferred[group] = held
                 raw_index = raw_index[keep]
                 raw = raw.select(keep)
         if deferred is not None and len(deferred):
@@ -610,45 +695,73 @@ class AgentPool:
             raw_index = np.concatenate([np.full(len(deferred), -1, np.intp), raw_index])
         else:
             batch = raw
-        self._raw_index = raw_index
-        requests = int(np.count_nonzero(batch.request))
-        self._needs_action = self._awaiting and requests > 0
-        self.decisions += requests
-        self.entries += len(batch)
-        self.batches += 1
-        self._last = batch
+        self._raw_index[group] = raw_index
         return batch
 
-    def _convert(self, d: Mapping[str, np.ndarray]) -> Batch:
-        if not d or len(d["flow"]) == 0:
-            return Batch.empty(self.obs_dim)
+    def _convert(self, d: Mapping[str, np.ndarray] | None, group: str = "flow") -> Batch:
+        dim = self.obs_dims[group]
+        ids = d.get("flow" if group == "flow" else "agent") if d else None
+        if ids is None or len(ids) == 0:
+            return Batch.empty(dim)
+        assert d is not None
         sim = np.asarray(d["sim"], np.uint32)
-        flow = np.asarray(d["flow"], np.uint32)
+        flow = np.asarray(ids, np.uint32)
         episode = self._episode[sim]
+        agent = flow if group == "flow" else flow | np.uint32(QUEUE_AGENT_BIT)
         return Batch(
             sim=sim,
             episode=episode,
             flow=flow,
-            key=make_key(sim, episode, flow),
+            key=make_key(sim, episode, agent),
             time_s=np.asarray(d["time_s"], np.float64),
-            obs=np.asarray(d["obs"], np.float32).reshape(len(flow), self.obs_dim),
+            obs=np.asarray(d["obs"], np.float32).reshape(len(flow), dim),
             reward=np.asarray(d["reward"], np.float32),
             done=np.asarray(d["done"], bool),
             truncated=np.asarray(d["truncated"], bool),
         )
 
-    def act(self, actions: np.ndarray | Sequence[float]) -> None:
+    def act(self, actions: np.ndarray | Sequence[float] | Mapping[str, Any]) -> None:
         """Answer the last batch: one action per entry (values of non-request entries are
-        ignored). Discrete actions are given as their index."""
-        a = np.asarray(actions, dtype=np.float32).reshape(-1)
-        if len(a) != len(self._last):
-            raise ValueError(f"expected {len(self._last)} actions (one per entry), got {len(a)}")
+        ignored). Discrete actions are given as their index.
+
+        With switch-queue agents, give a dict by group: ``{"flow": ..., "queue": ...}``; a
+        queue agent's action is an index into ``agent.ecn_profiles`` (NaN keeps its profile).
+        A group may be left out when it has no requests in the batch; a plain array answers
+        the flow group.
+        """
+        given = actions if isinstance(actions, Mapping) else {"flow": actions}
+        unknown = set(given) - set(self.groups)
+        if unknown:
+            raise ValueError(
+                f"no batch group {sorted(unknown)} in this pool (groups: {self.groups})"
+            )
+        per_group = {}
+        for g in self.groups:
+            last = self._last_groups[g]
+            if g not in given:
+                if last.request.any():
+                    raise ValueError(
+                        f"the batch has {g}-agent requests: answer with act({{'flow': ..., "
+                        f"'queue': ...}})"
+                    )
+                per_group[g] = np.zeros(len(last), np.float32)
+                continue
+            a = np.asarray(given[g], dtype=np.float32).reshape(-1)
+            if len(a) != len(last):
+                what = "" if g == "flow" else f" in the {g} group"
+                raise ValueError(
+                    f"expected {len(last)} actions (one per entry){what}, got {len(a)}"
+                )
+            per_group[g] = a
         if not self._awaiting:
             return
-        raw = np.zeros(self._raw_len, np.float32)
-        mine = self._raw_index >= 0
-        raw[self._raw_index[mine]] = a[mine]
-        self._pool.act(raw)
+        raws = []
+        for g in self.groups:
+            raw = np.zeros(self._raw_len[g], np.float32)
+            mine = self._raw_index[g] >= 0
+            raw[self._raw_index[g][mine]] = per_group[g][mine]
+            raws.append(raw)
+        self._pool.act(raws[0] if len(raws) == 1 else np.concatenate(raws))
         self._awaiting = False
         self._needs_action = False
 

@@ -73,6 +73,11 @@ class CcFlowEnv(gym.Env[np.ndarray, Any]):
             auto_reset=False,
             cc=cc,
         )
+        if "queue" in self.pool.groups:
+            raise ValueError(
+                "CcFlowEnv drives one flow, but this scenario has switch-queue agents "
+                "(agent.queues): use CcParallelEnv or CcRllibEnv, which expose them as agents"
+            )
         self.config = self.pool.agent_config()
         self.observation_space = observation_space(self.pool.obs_dim)
         self.action_space = action_space(self.config)

@@ -5,7 +5,10 @@ active flow decides at the multiples of ``interval`` (a grid shared by all flows
 network waits for the actions (blocking), so one ``step`` is one grid instant at which all live
 agents act together. Agents (``"flow_<id>"``) appear at their flow's first decision and
 disappear when the flow finishes (``terminated``) or the run reaches its duration
-(``truncated``). See ``docs/env.md``.
+(``truncated``). Switch-queue agents (``agent.queues``) are agents too, named by their port and
+queue (``"queue_sw0->h0_q1"``, :func:`ccgym.env.bridge.queue_agent_name`), with their own
+observation space (``queue_obs_dim`` floats) and action space (Discrete over
+``agent.ecn_profiles``); they decide every ``agent.queue_interval``. See ``docs/env.md``.
 """
 
 from __future__ import annotations
@@ -18,8 +21,14 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from ccgym.env.bridge import AgentPool, is_zero_duration
-from ccgym.env.spaces import action_space, named_actions, observation_space
+from ccgym.env.bridge import AgentPool, Batch, is_zero_duration
+from ccgym.env.spaces import (
+    action_space,
+    named_actions,
+    named_queue_actions,
+    observation_space,
+    queue_action_space,
+)
 from ccgym.scenario import ScenarioSpec
 
 AgentID = str
@@ -90,12 +99,21 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
         )
         self.config = self.pool.agent_config()
         n = int(num_flows if num_flows is not None else self.pool.num_flows())
-        self.possible_agents: list[AgentID] = [agent_name(i) for i in range(n)]
+        flows = [agent_name(i) for i in range(n)]
+        queues = self.pool.queue_agent_names() if "queue" in self.pool.groups else []
+        self.possible_agents: list[AgentID] = flows + queues
         self.agents: list[AgentID] = []
         self._obs_space = observation_space(self.pool.obs_dim)
         self._act_space = action_space(self.config)
-        self.observation_spaces = dict.fromkeys(self.possible_agents, self._obs_space)
-        self.action_spaces = dict.fromkeys(self.possible_agents, self._act_space)
+        self.observation_spaces = dict.fromkeys(flows, self._obs_space)
+        self.action_spaces = dict.fromkeys(flows, self._act_space)
+        if queues:
+            self.observation_spaces.update(
+                dict.fromkeys(queues, observation_space(self.pool.queue_obs_dim))
+            )
+            self.action_spaces.update(dict.fromkeys(queues, queue_action_space(self.config)))
+        self._queue_names = np.asarray(queues, dtype=object)
+        self._order = {a: i for i, a in enumerate(self.possible_agents)}
         first = self.pool.seed[0]
         self._next_seed = int(first) if first is not None else 0
         self._last_obs: dict[AgentID, np.ndarray] = {}
@@ -103,12 +121,14 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
         """Seed of the current episode."""
 
     def observation_space(self, agent: AgentID) -> gym.Space[Any]:  # type: ignore[override]
-        """The observation space (the same object for every agent)."""
-        return self._obs_space
+        """The observation space of ``agent`` (one object for all flow agents, one for all
+        queue agents)."""
+        return self.observation_spaces.get(agent, self._obs_space)
 
     def action_space(self, agent: AgentID) -> gym.Space[Any]:  # type: ignore[override]
-        """The action space (the same object for every agent)."""
-        return self._act_space
+        """The action space of ``agent`` (one object for all flow agents, one for all queue
+        agents)."""
+        return self.action_spaces.get(agent, self._act_space)
 
     @functools.cached_property
     def _name_of(self) -> np.ndarray:
@@ -121,6 +141,19 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
             )
         return self._name_of[flows.astype(np.intp)].tolist()
 
+    def _group_names(self, group: str, batch: Batch) -> list[AgentID]:
+        """The agent names of the entries of one batch group."""
+        if group == "flow":
+            return self._names(batch.flow)
+        return self._queue_names[batch.flow.astype(np.intp)].tolist()
+
+    def _entries(self) -> list[tuple[AgentID, Batch, int]]:
+        """Every entry of the last step's batch groups: (agent name, its group's batch, index)."""
+        out = []
+        for group, batch in self.pool.last_batches.items():
+            out += [(a, batch, i) for i, a in enumerate(self._group_names(group, batch))]
+        return out
+
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[AgentID, np.ndarray], dict[AgentID, dict[str, Any]]]:
@@ -132,20 +165,15 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
         self._last_obs = {}
         self.agents = []
         while True:
-            batch = self.pool.step()
-            req = batch.request
-            if req.any() or self.pool.all_over:
+            batches = self.pool.step_groups()
+            if any(b.request.any() for b in batches.values()) or self.pool.all_over:
                 break
             # Only ends of flows that never decided: nothing to report.
-        idx = np.flatnonzero(req)
-        names = self._names(batch.flow[idx])
-        obs = {a: batch.obs[i] for i, a in zip(idx, names, strict=True)}
-        infos = {
-            a: {"time_s": float(batch.time_s[i]), "requested": True}
-            for i, a in zip(idx, names, strict=True)
-        }
+        requests = [(a, b, i) for a, b, i in self._entries() if b.request[i]]
+        obs = {a: b.obs[i] for a, b, i in requests}
+        infos = {a: {"time_s": float(b.time_s[i]), "requested": True} for a, b, i in requests}
         self._last_obs = dict(obs)
-        self.agents = names
+        self.agents = [a for a, _, _ in requests]
         return obs, infos
 
     def step(
@@ -160,22 +188,28 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
         """All live agents act; the simulation runs to the next grid instant."""
         b = self.pool.last_batch
         names = self._names(b.flow[np.flatnonzero(b.request)])
-        self.pool.act(named_actions(self.config, b, list(names), actions))
+        flow_actions = named_actions(self.config, b, list(names), actions)
+        if "queue" in self.pool.groups:
+            q = self.pool.last_batches["queue"]
+            q_names = self._group_names("queue", q.select(q.request))
+            queue_actions = named_queue_actions(q, q_names, actions)
+            self.pool.act({"flow": flow_actions, "queue": queue_actions})
+        else:
+            self.pool.act(flow_actions)
         live = self.agents
         live_set = set(live)
         while True:
-            batch = self.pool.step()
-            if len(batch) or self.pool.all_over:
+            batches = self.pool.step_groups()
+            if any(len(batch) for batch in batches.values()) or self.pool.all_over:
                 break
         over = self.pool.all_over
-        names = self._names(batch.flow)
         obs: dict[AgentID, np.ndarray] = {}
         rewards: dict[AgentID, float] = {}
         terms: dict[AgentID, bool] = {}
         truncs: dict[AgentID, bool] = {}
         infos: dict[AgentID, dict[str, Any]] = {}
         alive: set[AgentID] = set()
-        for i, name in enumerate(names):
+        for name, batch, i in self._entries():
             known = name in live_set
             ended = bool(batch.done[i] or batch.truncated[i])
             if not known and ended:
@@ -197,6 +231,6 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
                 infos[name] = {"requested": False}
                 if not over:
                     alive.add(name)
-        self.agents = sorted(alive, key=lambda n: int(n[5:]))
+        self.agents = sorted(alive, key=self._order.__getitem__)
         self._last_obs = {n: obs[n] for n in self.agents}
         return obs, rewards, terms, truncs, infos

@@ -2,8 +2,10 @@
 
 Each ``step`` is one batch of the agent bridge: the observation dict holds exactly the agents
 (``"flow_<id>"``) that requested a decision in it, plus those that ended (with
-``terminateds``/``truncateds`` set). Any trigger and policy delay work. Ray is imported by this
-module only (``import ccgym.env`` does not need it). See ``docs/env.md``.
+``terminateds``/``truncateds`` set). Any trigger and policy delay work. Switch-queue agents
+(``agent.queues``) are agents too, named by their port and queue (``"queue_sw0->h0_q1"``), with
+their own observation space and a Discrete action space over ``agent.ecn_profiles``. Ray is
+imported by this module only (``import ccgym.env`` does not need it). See ``docs/env.md``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from ccgym.env.bridge import AgentPool, Batch
-from ccgym.env.spaces import action_space, named_actions, observation_space
+from ccgym.env.spaces import (
+    action_space,
+    named_actions,
+    named_queue_actions,
+    observation_space,
+    queue_action_space,
+)
 
 AgentID = str
 
@@ -56,14 +64,22 @@ class CcRllibEnv(MultiAgentEnv):
         )
         self.config = self.pool.agent_config()
         n = int(cfg["num_flows"]) if cfg.get("num_flows") is not None else self.pool.num_flows()
-        self.possible_agents = [f"flow_{i}" for i in range(n)]
+        flows = [f"flow_{i}" for i in range(n)]
+        queues = self.pool.queue_agent_names() if "queue" in self.pool.groups else []
+        self.possible_agents = flows + queues
         self.agents = []
         self._agent_ids = set(self.possible_agents)
-        self._names = np.asarray(self.possible_agents, dtype=object)
+        self._names = np.asarray(flows, dtype=object)
+        self._queue_names = np.asarray(queues, dtype=object)
         obs_space = observation_space(self.pool.obs_dim)
         act_space = action_space(self.config)
-        self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
-        self.action_spaces = dict.fromkeys(self.possible_agents, act_space)
+        self.observation_spaces = dict.fromkeys(flows, obs_space)
+        self.action_spaces = dict.fromkeys(flows, act_space)
+        if queues:
+            self.observation_spaces.update(
+                dict.fromkeys(queues, observation_space(self.pool.queue_obs_dim))
+            )
+            self.action_spaces.update(dict.fromkeys(queues, queue_action_space(self.config)))
         super().__init__()
         first = self.pool.seed[0]
         self._next_seed = int(first) if first is not None else 0
@@ -79,11 +95,35 @@ class CcRllibEnv(MultiAgentEnv):
             )
         return self._names[flows.astype(np.intp)].tolist()
 
-    def _next_batch(self) -> Batch:
+    def _group_names(self, group: str, batch: Batch) -> list[AgentID]:
+        """The agent names of the entries of one batch group."""
+        if group == "flow":
+            return self._name_list(batch.flow)
+        return self._queue_names[batch.flow.astype(np.intp)].tolist()
+
+    def _next_batch(self) -> list[tuple[AgentID, Batch, int]]:
+        """Steps to the next non-empty batch: every entry of its groups as (agent name, its
+        group's batch, index)."""
         while True:
-            batch = self.pool.step()
-            if len(batch) or self.pool.all_over:
-                return batch
+            batches = self.pool.step_groups()
+            if any(len(b) for b in batches.values()) or self.pool.all_over:
+                break
+        out = []
+        for group, batch in batches.items():
+            out += [(a, batch, i) for i, a in enumerate(self._group_names(group, batch))]
+        return out
+
+    def _answer(self, actions: Mapping[AgentID, Any]) -> None:
+        """Answers the last batch from a dict of actions by agent name (missing: keep)."""
+        b = self.pool.last_batch
+        names = self._name_list(b.flow[np.flatnonzero(b.request)])
+        flow_actions = named_actions(self.config, b, list(names), actions)
+        if "queue" not in self.pool.groups:
+            self.pool.act(flow_actions)
+            return
+        q = self.pool.last_batches["queue"]
+        q_names = self._group_names("queue", q.select(q.request))
+        self.pool.act({"flow": flow_actions, "queue": named_queue_actions(q, q_names, actions)})
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -98,16 +138,16 @@ class CcRllibEnv(MultiAgentEnv):
         self._ended = set()
         self.agents = []
         while True:
-            batch = self._next_batch()
-            if batch.request.any() or self.pool.all_over:
+            entries = self._next_batch()
+            requests = [(a, b, i) for a, b, i in entries if b.request[i]]
+            if requests or self.pool.all_over:
                 break
-            self.pool.act(np.zeros(len(batch), np.float32))
-        idx = np.flatnonzero(batch.request)
-        names = self._name_list(batch.flow[idx])
+            self._answer({})
+        names = [a for a, _, _ in requests]
         self._seen.update(names)
         self.agents = list(names)
-        obs = {a: batch.obs[i] for i, a in zip(idx, names, strict=True)}
-        infos = {a: {"time_s": float(batch.time_s[i])} for i, a in zip(idx, names, strict=True)}
+        obs = {a: b.obs[i] for a, b, i in requests}
+        infos = {a: {"time_s": float(b.time_s[i])} for a, b, i in requests}
         return obs, infos
 
     def step(
@@ -120,20 +160,17 @@ class CcRllibEnv(MultiAgentEnv):
         dict[AgentID, dict[str, Any]],
     ]:
         """Apply the requested agents' actions and run to the next batch."""
-        b = self.pool.last_batch
-        names = self._name_list(b.flow[np.flatnonzero(b.request)])
-        self.pool.act(named_actions(self.config, b, list(names), action_dict))
+        self._answer(action_dict)
         if self._ended:
             self.agents = [n for n in self.agents if n not in self._ended]
             self._ended = set()
-        batch = self._next_batch()
-        names = self._name_list(batch.flow)
+        entries = self._next_batch()
         obs: dict[AgentID, np.ndarray] = {}
         rewards: dict[AgentID, float] = {}
         terms: dict[AgentID, bool] = {}
         truncs: dict[AgentID, bool] = {}
         infos: dict[AgentID, dict[str, Any]] = {}
-        for i, name in enumerate(names):
+        for name, batch, i in entries:
             ended = bool(batch.done[i] or batch.truncated[i])
             known = name in self._seen
             if ended and not known:

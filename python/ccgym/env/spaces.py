@@ -17,6 +17,8 @@ __all__ = [
     "observation_space",
     "to_bridge",
     "named_actions",
+    "named_queue_actions",
+    "queue_action_space",
 ]
 
 
@@ -63,6 +65,24 @@ def named_actions(
     order. Entries whose agent gave no action (and non-requesting entries) keep their rate.
     """
     out = keep_rate_actions(cfg, batch.obs)
+    idx = np.flatnonzero(batch.request)
+    for i, name in zip(idx, names, strict=True):
+        if name in actions:
+            out[i] = to_bridge(actions[name], 1)[0]
+    return out
+
+
+def queue_action_space(cfg: Mapping[str, Any]) -> gym.spaces.Discrete:
+    """A switch-queue agent's action space: Discrete over ``agent.ecn_profiles`` (the index of
+    the ECN profile its queue takes)."""
+    return gym.spaces.Discrete(len(cfg.get("ecn_profiles") or []))
+
+
+def named_queue_actions(batch: Any, names: list[Any], actions: Mapping[Any, Any]) -> np.ndarray:
+    """The bridge action vector of a queue-agent batch from a dict of actions keyed by agent
+    name (``names``: those of the batch's requesting entries, in order). A queue whose agent
+    gave no action keeps its profile (NaN)."""
+    out = np.full(len(batch), np.nan, np.float32)
     idx = np.flatnonzero(batch.request)
     for i, name in zip(idx, names, strict=True):
         if name in actions:

@@ -65,6 +65,11 @@ class CcFlowVectorEnv(VectorEnv):
             seeds=None if seed is None else [seed],
             auto_reset=False,
         )
+        if "queue" in self.pool.groups:
+            raise ValueError(
+                "CcFlowVectorEnv's slots are flows, but this scenario has switch-queue agents "
+                "(agent.queues): use CcParallelEnv or CcRllibEnv, which expose them as agents"
+            )
         self.config = self.pool.agent_config()
         self.num_envs = int(num_flows if num_flows is not None else self.pool.num_flows())
         if self.num_envs < 1:

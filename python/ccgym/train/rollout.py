@@ -269,6 +269,11 @@ class TrainingRollout:
             auto_reset=False,
             defer_duplicates=False,  # an agent's request and its end may share a batch
         )
+        if "queue" in self.pool.groups:
+            raise ValueError(
+                "the trainers learn flow agents only; the training scenarios have switch-queue "
+                "agents (agent.queues)"
+            )
         if self.pool.obs_dim != table.sim_obs_dim:
             raise RuntimeError(
                 f"pool observation length {self.pool.obs_dim}, expected {table.sim_obs_dim}"

@@ -74,34 +74,72 @@ pub struct Queue {
     pub weight: u32,
     /// DRR deficit / WRR credit left in the current round.
     pub credit: u64,
-    /// Counters since the caller last read them (run-time control).
+    /// Interval counters (run-time control and switch agents).
     pub ctr: QueueCounters,
 }
 
-/// Counters of one queue over an interval chosen by the caller, who reads and
-/// resets them ([`crate::sim::Simulation::queue_stats`]).
+/// Counters of one queue, read over intervals by independent readers
+/// ([`CounterReader`]: the caller of [`crate::sim::Simulation::queue_stats`]
+/// and the queue's switch agent), so that one reader closing its interval
+/// never shortens another's.
 ///
-/// The mean queue length is time-weighted. Its integral over the interval is
-/// the sum, over the packets, of size x time spent queued inside the
-/// interval; a departing (or evicted) packet adds its share here, and the
-/// reader adds the share of the packets still queued. That costs one
+/// The datapath only adds: bytes, marks, drops and the queueing integral
+/// count from the start of the run, and a reader's interval is the
+/// difference from the values it noted when its interval began
+/// ([`CounterMark`]). The integral is the sum, over the packets, of size x
+/// time queued; a departing (or evicted) packet adds its share here, and a
+/// reader adds the share of the packets still queued, which costs one
 /// multiply per departure instead of an update at every change of length.
-#[derive(Clone, Copy, Debug, Default)]
+/// The maximum length cannot be differenced: the datapath keeps the largest
+/// length since any reader last closed an interval, and a reader closing its
+/// interval first folds it into every other reader's own maximum.
+#[derive(Clone, Debug, Default)]
 pub struct QueueCounters {
+    /// Bytes transmitted since the start.
+    pub tx_bytes: u64,
+    /// Bytes transmitted that carried a CE mark, since the start.
+    pub ecn_bytes: u64,
+    /// Packets dropped (admission drops and rank-queue evictions), since the start.
+    pub drops: u64,
+    /// Bytes dropped, since the start.
+    pub drop_bytes: u64,
+    /// Largest queue length in bytes since a reader last closed an interval.
+    pub max_bytes: u64,
+    /// Byte-picoseconds queued by the packets that left, since the start.
+    pub area: u128,
+    /// Where each reader's interval began (boxed: the datapath never reads it).
+    pub marks: Box<[CounterMark; READERS]>,
+}
+
+/// Number of [`CounterReader`]s.
+pub const READERS: usize = 2;
+
+/// Who reads a queue's interval counters; each has an interval of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterReader {
+    /// The user of the run-time control API (`queue_stats`).
+    Caller = 0,
+    /// The queue's switch agent (`agent.queues`), at its `QueueTick`s.
+    Agent = 1,
+}
+
+/// The counters of a queue when a reader's interval began.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CounterMark {
     /// Start of the interval.
     pub since: Time,
-    /// Bytes transmitted.
+    /// [`QueueCounters::tx_bytes`] then.
     pub tx_bytes: u64,
-    /// Bytes transmitted that carried a CE mark.
+    /// [`QueueCounters::ecn_bytes`] then.
     pub ecn_bytes: u64,
-    /// Packets dropped (admission drops and rank-queue evictions).
+    /// [`QueueCounters::drops`] then.
     pub drops: u64,
-    /// Bytes dropped.
+    /// [`QueueCounters::drop_bytes`] then.
     pub drop_bytes: u64,
-    /// Largest queue length in bytes.
-    pub max_bytes: u64,
-    /// Byte-picoseconds queued inside the interval by the packets that left.
+    /// The queueing integral (departed and queued packets) then.
     pub area: u128,
+    /// Largest length of the interval folded in so far (see [`QueueCounters`]).
+    pub max_bytes: u64,
 }
 
 impl QueueCounters {
@@ -109,7 +147,7 @@ impl QueueCounters {
     /// that leaves (is sent or evicted) at `now`.
     #[inline]
     pub fn depart(&mut self, now: Time, enq_time: Time, size: u64) {
-        self.area += (size * (now - enq_time.max(self.since))) as u128;
+        self.area += size as u128 * (now - enq_time) as u128;
     }
 }
 

@@ -573,6 +573,9 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
             "use \"round_robin\" or \"srpt\" (smallest remaining first)",
         ));
     }
+    if let Some(p) = h.grant_priority.filter(|&p| p > 7) {
+        return Err(ConfigError::new("host.grant_priority", p, "must be from 0 (most urgent) to 7"));
+    }
     let pk = &sc.packets;
     for (name, v) in [("rts", pk.rts), ("grant", pk.grant)] {
         if v == 0 || v > 65_536 {

@@ -13,7 +13,7 @@
 
 use super::Simulation;
 use crate::net::link_model::{LinkTiming, RateSchedule};
-use crate::net::port::{Discipline, QueueCounters, Red};
+use crate::net::port::{CounterMark, CounterReader, Discipline, Red};
 use crate::units::Time;
 
 /// A data-carrying switch queue, as listed by [`Simulation::data_queues`].
@@ -121,48 +121,76 @@ impl Simulation {
     /// Counters of the given (port, queue) pairs since each was last reset
     /// (or since the start); with `reset`, each starts a new interval now.
     /// A pair listed twice reads the same values. Reading visits the packets
-    /// queued in each listed queue (their share of the mean length).
+    /// queued in each listed queue (their share of the mean length). The
+    /// interval is the caller's own: switch agents reading the same queue
+    /// keep theirs (see [`QueueCounters`](crate::net::port::QueueCounters)).
     pub fn queue_stats(&mut self, pairs: &[(u32, usize)], reset: bool) -> Result<Vec<QueueStats>, String> {
         for &(p, q) in pairs {
             self.check_data_queue(p, q)?;
         }
-        let now = self.now;
-        let stats: Vec<QueueStats> = pairs
-            .iter()
-            .map(|&(p, q)| {
-                let pt = &self.ports[p as usize];
-                let qu = &pt.queues[q];
-                let c = qu.ctr;
-                let interval = now - c.since;
-                // The share of the packets still queued (a rank port keeps its
-                // data packets in the rank queue, which is queue 1).
-                let queued_share = |pid: crate::packet::PktId| {
-                    let pk = self.pool.get(pid);
-                    pk.size as u128 * (now - pk.enq_time.max(c.since)) as u128
-                };
-                let mut area = c.area + qu.pkts.iter().map(|&pid| queued_share(pid)).sum::<u128>();
-                if let (Discipline::Rank(rq), 1) = (&pt.discipline, q) {
-                    area += rq.packets().map(queued_share).sum::<u128>();
-                }
-                QueueStats {
-                    interval,
-                    tx_bytes: c.tx_bytes,
-                    ecn_bytes: c.ecn_bytes,
-                    drops: c.drops,
-                    drop_bytes: c.drop_bytes,
-                    mean_bytes: if interval > 0 { area as f64 / interval as f64 } else { qu.bytes as f64 },
-                    max_bytes: c.max_bytes.max(qu.bytes),
-                    bytes: qu.bytes,
-                }
-            })
-            .collect();
+        let stats: Vec<QueueStats> =
+            pairs.iter().map(|&(p, q)| self.queue_interval(p, q, CounterReader::Caller, false)).collect();
         if reset {
             for &(p, q) in pairs {
-                let qu = &mut self.ports[p as usize].queues[q];
-                qu.ctr = QueueCounters { since: now, max_bytes: qu.bytes, ..Default::default() };
+                self.queue_interval(p, q, CounterReader::Caller, true);
             }
         }
         Ok(stats)
+    }
+
+    /// Counters of queue `queue` of port `port` over `reader`'s interval;
+    /// with `close`, that reader's next interval starts now. The caller has
+    /// checked the pair.
+    pub(super) fn queue_interval(&mut self, port: u32, queue: usize, reader: CounterReader, close: bool) -> QueueStats {
+        let now = self.now;
+        let pt = &self.ports[port as usize];
+        let qu = &pt.queues[queue];
+        let c = &qu.ctr;
+        // The queueing integral up to now: the packets that left plus the
+        // share of those still queued (a rank port keeps its data packets in
+        // the rank queue, which is queue 1).
+        let queued_share = |pid: crate::packet::PktId| {
+            let pk = self.pool.get(pid);
+            pk.size as u128 * (now - pk.enq_time) as u128
+        };
+        let mut area = c.area + qu.pkts.iter().map(|&pid| queued_share(pid)).sum::<u128>();
+        if let (Discipline::Rank(rq), 1) = (&pt.discipline, queue) {
+            area += rq.packets().map(queued_share).sum::<u128>();
+        }
+        let m = &c.marks[reader as usize];
+        let interval = now - m.since;
+        let stats = QueueStats {
+            interval,
+            tx_bytes: c.tx_bytes - m.tx_bytes,
+            ecn_bytes: c.ecn_bytes - m.ecn_bytes,
+            drops: c.drops - m.drops,
+            drop_bytes: c.drop_bytes - m.drop_bytes,
+            mean_bytes: if interval > 0 { (area - m.area) as f64 / interval as f64 } else { qu.bytes as f64 },
+            max_bytes: m.max_bytes.max(c.max_bytes).max(qu.bytes),
+            bytes: qu.bytes,
+        };
+        if close {
+            let bytes = qu.bytes;
+            let c = &mut self.ports[port as usize].queues[queue].ctr;
+            // The datapath's maximum restarts now: the other readers keep
+            // what it held in their own interval's maximum.
+            for (r, other) in c.marks.iter_mut().enumerate() {
+                if r != reader as usize {
+                    other.max_bytes = other.max_bytes.max(c.max_bytes);
+                }
+            }
+            c.max_bytes = bytes;
+            c.marks[reader as usize] = CounterMark {
+                since: now,
+                tx_bytes: c.tx_bytes,
+                ecn_bytes: c.ecn_bytes,
+                drops: c.drops,
+                drop_bytes: c.drop_bytes,
+                area,
+                max_bytes: bytes,
+            };
+        }
+        stats
     }
 
     /// Sets the ECN ramp of many (port, queue) pairs at once (`None` turns

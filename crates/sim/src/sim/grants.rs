@@ -18,8 +18,11 @@
 //! packet per token, round robin over its flows that have bytes left to
 //! grant, one token per packet time at its downlink rate (the time the
 //! granted packet takes on the host's own link, so grants never ask for more
-//! than the downlink carries). A grant's priority is the flow's traffic
-//! class. RTS and grants are control packets: they travel in the control
+//! than the downlink carries). A grant's priority is `host.grant_priority`,
+//! by default the flow's class priority (`class - 1`, what its data would
+//! carry without grants); the sender's data packets carry the priority of
+//! the last grant (`make_data`), so the receiver chooses the priority of
+//! the data it schedules, as Homa's receivers do. RTS and grants are control packets: they travel in the control
 //! queue and are never dropped, so the scheduler needs no loss recovery of
 //! its own; lost data is resent below the grant by go-back-N.
 
@@ -76,6 +79,7 @@ impl Simulation {
     fn grant_next(&mut self, h: u32) {
         let mtu = self.scenario.packets.payload as u64;
         let header = self.scenario.packets.header as u64;
+        let grant_prio = self.scenario.host.grant_priority;
         let now = self.now;
         while let Some(fid) = self.hosts[h as usize].grants.waiting.pop_front() {
             let f = &mut self.flows[fid as usize];
@@ -87,7 +91,8 @@ impl Simulation {
             }
             let bytes = left.min(mtu);
             f.rcv.granted += bytes;
-            let (offset, src, prio) = (f.rcv.granted, f.path.src, f.path.class);
+            let prio = grant_prio.unwrap_or(f.path.class.saturating_sub(1));
+            let (offset, src) = (f.rcv.granted, f.path.src);
             let g = &mut self.hosts[h as usize].grants;
             if offset < f.rcv.requested {
                 g.waiting.push_back(fid);

@@ -47,6 +47,7 @@ pub use bridge::Batch;
 use bridge::Bridge;
 pub use control::{QueueId, QueueStats};
 pub use metrics::{Conservation, Series};
+pub use queue_agent::QUEUE_FEATURES;
 
 use crate::config::Scenario;
 use crate::engine::{Event, EventQueue};

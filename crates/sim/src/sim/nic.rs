@@ -208,10 +208,13 @@ impl Simulation {
         let f = &mut self.flows[fid as usize];
         let seq = f.snd.retx.take().unwrap_or(f.ctl.snd_nxt);
         let mut payload = (f.ctl.app_limit.max(f.snd.max_sent) - seq).min(pk.payload as u64) as u32;
+        let mut prio = f.path.class.saturating_sub(1);
         if f.path.transport == Transport::Credit {
             // Never beyond the grant (a message may have raised the
-            // application limit past the last granted packet).
+            // application limit past the last granted packet), and at the
+            // priority the receiver granted.
             payload = f.snd.granted.saturating_sub(seq).min(payload as u64) as u32;
+            prio = f.snd.grant_prio;
         }
         let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 };
         if f.inflight() == 0 {
@@ -230,11 +233,11 @@ impl Simulation {
         p.ts_tx = now;
         p.want_int = f.ctl.want_int;
         p.n_int = 0;
-        // Scheduling hints for priority and rank switch ports. The seam for
-        // transports that choose their own (e.g. receiver-granted priorities):
-        // the class's priority, and pFabric's rank, the bytes the flow still
-        // has to send from this packet on.
-        p.prio = f.path.class.saturating_sub(1);
+        // Scheduling hints for priority and rank switch ports: the class's
+        // priority, or the one the receiver granted (credit-gated
+        // transports), and pFabric's rank, the bytes the flow still has to
+        // send from this packet on.
+        p.prio = prio;
         p.rank = f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq).min(u32::MAX as u64) as u32;
         if f.ctl.probe_requested {
             f.ctl.probe_requested = false;

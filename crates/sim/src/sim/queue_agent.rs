@@ -9,22 +9,27 @@
 //! `agent.ecn_profiles`, sets the queue's RED profile `policy_delay` after the
 //! request (carried by a `QueueAction` event) through `Simulation::set_ecn`.
 //!
-//! The observation is deliberately small, computed from today's port state,
-//! so that ACC's full feature set plugs in later by extending [`QUEUE_FEATURES`]
-//! and [`QueueAgents::sample`] alone. One row, with `B` the bytes the port
-//! sends in one interval at line rate:
+//! The observation follows ACC (Yan et al., SIGCOMM 2021): what the queue
+//! itself sent, marked, dropped and held over the interval, from its own
+//! interval counters ([`QueueCounters`](crate::net::port::QueueCounters),
+//! read as the agent's reader, so the intervals of `queue_stats` callers are
+//! left alone). One row, with `B` the bytes the port sends in one interval
+//! at its current line rate, so every byte count is a fraction of what the
+//! port could have sent:
 //!
 //! | feature | value |
 //! |---|---|
 //! | `queue` | the queue's length now / B |
-//! | `tx_rate` | bytes the port sent over the interval / B |
-//! | `marked_rate` | packets the port ECN-marked over the interval x MTU / B |
+//! | `mean_queue` | the queue's time-weighted mean length over the interval / B |
+//! | `max_queue` | the queue's largest length over the interval / B |
+//! | `tx_rate` | bytes the queue sent over the interval / B |
+//! | `marked_rate` | bytes the queue sent carrying a CE mark (set here or upstream) / B |
+//! | `drop_rate` | bytes the queue dropped (refused or evicted) over the interval / B |
 //! | `ecn_profile` | index of the profile in force / (profiles - 1) (0 with one profile) |
 //!
-//! The transmitted bytes and ECN marks are the port's counters: exact for a
-//! port with one data queue, shared by the queues of a port with several
-//! (until per-queue interval counters take their place). Reward:
-//! `tx_rate - reward_beta x queue`, times `reward_scale`.
+//! Reward: `tx_rate - reward_beta x queue`, times `reward_scale`. A new
+//! feature is one more name in [`QUEUE_FEATURES`] and one more value in
+//! the row of `on_queue_tick`.
 //!
 //! Requests are answered only through the stepping API: a queue agent never
 //! has a native policy, and with nobody stepping its profile is left alone.
@@ -32,20 +37,22 @@
 use super::Simulation;
 use crate::config::{AgentConfig, CfgResult, ConfigError};
 use crate::engine::Event;
-use crate::net::port::Red;
+use crate::net::port::{CounterReader, Red};
 use crate::units::Time;
 
 /// Names of one queue-agent feature row, in order.
-pub const QUEUE_FEATURES: &[&str] = &["queue", "tx_rate", "marked_rate", "ecn_profile"];
+pub const QUEUE_FEATURES: &[&str] =
+    &["queue", "mean_queue", "max_queue", "tx_rate", "marked_rate", "drop_rate", "ecn_profile"];
+
+/// Where `queue` and `tx_rate` sit in a row (the reward reads them).
+const QUEUE: usize = 0;
+const TX_RATE: usize = 3;
 
 /// Per-agent state of one switch queue.
 #[derive(Clone, Debug)]
 struct QueueAgent {
     port: u32,
     queue: usize,
-    /// Port counters at the start of the interval.
-    tx_at: u64,
-    marks_at: u64,
     /// Profile in force (index into the templates).
     profile: usize,
     /// Observation: `history` rows, oldest first.
@@ -62,8 +69,6 @@ pub(super) struct QueueAgents {
     agents: Vec<QueueAgent>,
     profiles: Vec<Red>,
     interval: Time,
-    /// Bytes wire MTU (to turn marked packets into bytes).
-    mtu: u64,
     reward_beta: f64,
     reward_scale: f64,
 }
@@ -141,6 +146,10 @@ impl Simulation {
                     "no switch port of that name (use \"switch->peer\", as in the port table)",
                 ));
             };
+            // One agent per queue: each queue has one agent interval.
+            if c.queues[..i].contains(name) {
+                return Err(ConfigError::new(format!("agent.queues[{i}]"), format!("\"{name}\""), "listed twice"));
+            }
             let pt = &self.ports[port as usize];
             let current = pt.queues.get(1).and_then(|q| q.red);
             // The profile in force at the start: the template equal to the switch's
@@ -150,8 +159,6 @@ impl Simulation {
                 agents.push(QueueAgent {
                     port,
                     queue,
-                    tx_at: pt.tx_bytes,
-                    marks_at: pt.stats.ecn_marks,
                     profile,
                     history: vec![0.0; width],
                     filled: false,
@@ -160,12 +167,10 @@ impl Simulation {
                 });
             }
         }
-        let pk = &self.scenario.packets;
         Ok(QueueAgents {
             agents,
             profiles,
             interval: c.queue_interval.0,
-            mtu: (pk.payload + pk.header) as u64,
             reward_beta: c.reward_beta,
             reward_scale: c.reward_scale,
         })
@@ -178,22 +183,26 @@ impl Simulation {
     #[inline(never)]
     pub(super) fn on_queue_tick(&mut self) {
         let now = self.now;
-        let Some(bridge) = self.bridge.as_mut() else { return };
-        let qa = &mut bridge.queues;
+        let Some(n) = self.bridge.as_ref().map(|b| b.queues.len()) else { return };
         let nf = QUEUE_FEATURES.len();
-        let denom = |rate_bps: u64| (rate_bps as f64 / 8.0 * qa.interval as f64 / crate::units::SEC as f64).max(1.0);
-        let last = qa.profiles.len().saturating_sub(1).max(1) as f64;
-        for (id, a) in qa.agents.iter_mut().enumerate() {
-            let pt = &self.ports[a.port as usize];
-            let b = denom(pt.rate_bps);
+        for id in 0..n {
+            let (port, queue) = self.bridge.as_ref().expect("checked above").queues.target(id as u32);
+            let st = self.queue_interval(port, queue, CounterReader::Agent, true);
+            let rate_bps = self.ports[port as usize].rate_bps;
+            let bridge = self.bridge.as_mut().expect("checked above");
+            let qa = &mut bridge.queues;
+            let b = (rate_bps as f64 / 8.0 * qa.interval as f64 / crate::units::SEC as f64).max(1.0);
+            let last = qa.profiles.len().saturating_sub(1).max(1) as f64;
+            let a = &mut qa.agents[id];
             let row = [
-                pt.queues[a.queue].bytes as f64 / b,
-                (pt.tx_bytes - a.tx_at) as f64 / b,
-                ((pt.stats.ecn_marks - a.marks_at) * qa.mtu) as f64 / b,
+                st.bytes as f64 / b,
+                st.mean_bytes / b,
+                st.max_bytes as f64 / b,
+                st.tx_bytes as f64 / b,
+                st.ecn_bytes as f64 / b,
+                st.drop_bytes as f64 / b,
                 a.profile as f64 / last,
             ];
-            a.tx_at = pt.tx_bytes;
-            a.marks_at = pt.stats.ecn_marks;
             let row = row.map(|v| v as f32);
             if a.filled {
                 a.history.copy_within(nf.., 0);
@@ -205,15 +214,16 @@ impl Simulation {
                 }
                 a.filled = true;
             }
-            a.reward = ((row[1] as f64 - qa.reward_beta * row[0] as f64) * qa.reward_scale) as f32;
+            a.reward = ((row[TX_RATE] as f64 - qa.reward_beta * row[QUEUE] as f64) * qa.reward_scale) as f32;
             if bridge.stepping && !a.outstanding {
                 a.outstanding = true;
                 bridge.queue_batch.push(id as u32, now, &a.history, a.reward, false, false);
             }
         }
         // No sample at the end itself: the run ends there, and the truncated entry closes it.
-        if now + qa.interval < self.end {
-            self.events.push(now + qa.interval, Event::QueueTick);
+        let interval = self.bridge.as_ref().expect("checked above").queues.interval;
+        if now + interval < self.end {
+            self.events.push(now + interval, Event::QueueTick);
         }
     }
 
