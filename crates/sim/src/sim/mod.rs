@@ -107,6 +107,8 @@ pub struct Simulation {
     ecn_red: Option<Red>,
     /// The agent bridge, when the scenario has an `[agent]` table.
     bridge: Option<Bridge>,
+    /// What the scenario was estimated to cost before it was built.
+    estimate: crate::limits::Estimate,
 }
 
 impl Simulation {
@@ -163,6 +165,11 @@ impl Simulation {
     /// The sampled time series.
     pub fn series(&self) -> &Series {
         &self.series
+    }
+
+    /// What the scenario was estimated to cost before it was built (`[limits]`).
+    pub fn estimate(&self) -> &crate::limits::Estimate {
+        &self.estimate
     }
 
     /// Pending events (for diagnostics).
