@@ -311,6 +311,11 @@ pub fn estimate(sc: &Scenario, topo: &Topology, traffic: &[TrafficEstimate]) -> 
             }
             _ => {}
         }
+        if a.trigger == "probe" && a.probe_timeout.0 > 0 && agent_flows > 0 {
+            // A probe whose reply is late is asked for again every probe_timeout.
+            let per_s = SEC as f64 / a.probe_timeout.0 as f64;
+            events.push(("agent_probe_timeouts", sat(agent_span * per_s), "agent.probe_timeout".into()));
+        }
         if !a.queues.is_empty() && a.queue_interval.0 > 0 {
             let data_queues = match sc.switch.discipline.as_str() {
                 "priority" => sc.switch.priorities as u64,
@@ -321,6 +326,17 @@ pub fn estimate(sc: &Scenario, topo: &Topology, traffic: &[TrafficEstimate]) -> 
             let ticks = (dur / a.queue_interval.0) as f64;
             events.push(("queue_agents", sat(ticks * (1.0 + agents as f64)), "agent.queue_interval".into()));
         }
+    }
+    // Explicit CC timer periods: one event per period and flow.
+    let timers: Vec<(f64, &String)> = traffic
+        .iter()
+        .filter_map(|t| {
+            let (period, field) = t.cc_timer.as_ref()?;
+            Some((t.flows as f64 * t.end.saturating_sub(t.start) as f64 / *period as f64, field))
+        })
+        .collect();
+    if let Some((_, field)) = timers.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+        events.push(("cc_timers", sat(timers.iter().map(|x| x.0).sum()), field.to_string()));
     }
     let sample = sc.metrics.sample_interval.0.max(1);
     let samples = dur / sample + 1;

@@ -644,6 +644,28 @@ pub struct TrafficEstimate {
     pub messages_field: String,
     /// Why there are that many messages, for errors.
     pub messages_why: String,
+    /// The shortest CC timer period its flows set explicitly (for example
+    /// DCQCN's `rp_timer`), which makes one event per period and flow.
+    pub cc_timer: Option<(Time, String)>,
+}
+
+/// CC parameters that are timer periods: each arms one timer event per
+/// period and flow while it runs.
+const CC_TIMER_PARAMS: [&str; 3] = ["rp_timer", "rate_decrease_interval", "alpha_interval"];
+
+/// The shortest timer period `cc` sets explicitly, with its field.
+fn cc_timer(cc: &CcConfig, field: &str) -> Option<(Time, String)> {
+    CC_TIMER_PARAMS
+        .iter()
+        .filter_map(|name| {
+            let t = match cc.params.get(*name)? {
+                serde_json::Value::String(s) => crate::units::parse_time(s).ok()?,
+                serde_json::Value::Number(n) => (n.as_f64()? * crate::units::SEC as f64) as Time,
+                _ => return None,
+            };
+            (t > 0).then(|| (t, format!("{field}.{name}")))
+        })
+        .min_by_key(|x| x.0)
 }
 
 fn sorted_hosts(mut v: Vec<u32>) -> Vec<u32> {
@@ -684,6 +706,8 @@ impl WorkloadBuilder<'_> {
         let stop = w.stop.map_or(d, |t| t.0.min(d));
         let receiver = || host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), "").ok();
         let algorithm = w.cc.as_ref().unwrap_or(self.default_cc).algorithm.as_str();
+        let cc_field = if w.cc.is_some() { format!("{f}.cc") } else { "cc".to_string() };
+        let entry_timer = cc_timer(w.cc.as_ref().unwrap_or(self.default_cc), &cc_field);
         let per = w.flows_per_host.unwrap_or(1) as u64;
         let mut e = TrafficEstimate { start: start_min, end: stop, ..TrafficEstimate::default() };
         match w.kind.as_str() {
@@ -718,6 +742,14 @@ impl WorkloadBuilder<'_> {
                     .iter()
                     .filter(|x| x.cc.as_ref().map_or(algorithm, |c| c.algorithm.as_str()) == "agent")
                     .count() as u64;
+                e.cc_timer = list
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, x)| match &x.cc {
+                        Some(c) => cc_timer(c, &format!("{f}.flows[{j}].cc")),
+                        None => entry_timer.clone(),
+                    })
+                    .min_by_key(|x| x.0);
             }
             "messages" => {
                 let r = receiver();
@@ -798,8 +830,11 @@ impl WorkloadBuilder<'_> {
         if e.offered_bps == 0.0 {
             e.offered_bps = self.uplinks_bps(&e.senders);
         }
-        if w.kind != "flows" && algorithm == "agent" {
-            e.agent_flows = e.flows;
+        if w.kind != "flows" {
+            if algorithm == "agent" {
+                e.agent_flows = e.flows;
+            }
+            e.cc_timer = entry_timer;
         }
         Ok(e)
     }
