@@ -164,7 +164,7 @@ fn host_ref(topo: &Topology, r: &HostRef, field: &str) -> CfgResult<u32> {
 impl<'a> WorkloadBuilder<'a> {
     /// Prepares to build flows on `topo`.
     pub fn new(topo: &'a Topology, duration: Time, default_cc: &'a CcConfig, base_dir: &'a Path, queues: u8) -> Self {
-        WorkloadBuilder { topo, duration, default_cc, base_dir, queues, max_flows: 5_000_000 }
+        WorkloadBuilder { topo, duration, default_cc, base_dir, queues, max_flows: crate::limits::DEFAULT_MAX_FLOWS }
     }
 
     /// Sets the most flows the entries may generate together (`limits.max_flows`).
