@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from ccgym._errors import ScenarioError
-from ccgym.runner import run
+from ccgym.runner import LargeRunWarning, estimate, run
 from ccgym.scenario import bundled_scenarios, bundled_workloads, load_scenario
 
 if TYPE_CHECKING:
@@ -26,11 +26,13 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "LargeRunWarning",
     "Result",
     "ScenarioError",
     "__version__",
     "bundled_scenarios",
     "bundled_workloads",
+    "estimate",
     "load_scenario",
     "run",
 ]

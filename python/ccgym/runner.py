@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,11 @@ if TYPE_CHECKING:
 
 PROGRESS_STEPS = 200
 """``run`` advances the simulation in this many chunks of simulated time."""
+
+
+class LargeRunWarning(UserWarning):
+    """A run estimated to need more than ``warn_memory`` (1 GiB) of memory, issued before it
+    starts; the budgets of the scenario's ``[limits]`` table still hold (docs/scenarios.md)."""
 
 
 def native() -> ModuleType:
@@ -43,12 +49,49 @@ def format_time_ps(ps: float, ref: float | None = None) -> str:
     return f"{ps:.0f} ps"
 
 
+def estimate(
+    scenario: ScenarioSpec,
+    *,
+    overrides: Iterable[str] | None = None,
+    cc: str | None = None,
+) -> dict[str, Any]:
+    """What a scenario would cost, computed from its fields without building it.
+
+    Returns a dict: ``flows``, ``messages``, ``data_packets``, ``samples``, ``events`` (an upper
+    bound) with ``events_by_cause``, ``memory_bytes`` with ``memory_by_part``,
+    ``seconds_at_15M_events_per_s``, the ``limits`` in force, ``warn_memory`` and ``refused``
+    (the error a run would raise because of a budget, or None). See docs/scenarios.md,
+    "Limits and budgets".
+
+    Raises:
+        ScenarioError: the scenario is invalid before its budgets are even compared.
+    """
+    data, base_dir = load_scenario(scenario, overrides, cc=cc)
+    result: dict[str, Any] = json.loads(native().estimate(scenario_json(data), str(base_dir)))
+    return result
+
+
+def describe_estimate(est: dict[str, Any]) -> str:
+    """One line for humans: flows, messages, events (and time), memory."""
+    mem = est["memory_bytes"]
+    mem_text = f"{mem / 2**30:.1f} GiB" if mem >= 2**30 else f"{mem / 2**20:.0f} MiB"
+    seconds = est["seconds_at_15M_events_per_s"]
+    when = f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+    parts = [f"{est['flows']:,} flows"]
+    if est["messages"]:
+        parts.append(f"{est['messages']:,} messages")
+    parts.append(f"at most {est['events']:.2g} events (about {when} or less)")
+    parts.append(f"about {mem_text} of memory")
+    return "estimate: " + ", ".join(parts)
+
+
 def run(
     scenario: ScenarioSpec,
     *,
     overrides: Iterable[str] | None = None,
     cc: str | None = None,
     progress: bool = False,
+    on_estimate: Callable[[dict[str, Any]], None] | None = None,
 ) -> Result:
     """Simulate a scenario and return its :class:`~ccgym.Result`.
 
@@ -59,14 +102,30 @@ def run(
         cc: run every flow with this congestion control (default parameters, which
             ``overrides`` such as ``"cc.g=0.0625"`` may then tune).
         progress: show a progress bar (simulated time, events/s) on stderr.
+        on_estimate: called with the cost estimate (see :func:`estimate`) once the scenario is
+            built and before it runs (``ccgym run`` prints it).
 
     Raises:
-        ScenarioError: the scenario is invalid (the message names the field and the value).
+        ScenarioError: the scenario is invalid (the message names the field and the value), or
+            beyond a budget of its ``[limits]`` table (memory, events, flows, messages).
+
+    Warns:
+        LargeRunWarning: the run is estimated to need more than 1 GiB of memory.
     """
     data, base_dir = load_scenario(scenario, overrides, cc=cc)
     sim_mod = native()
     t_start = time.perf_counter()
     sim = sim_mod.Simulation(scenario_json(data), str(base_dir))
+    est = json.loads(sim.estimate)
+    if on_estimate is not None:
+        on_estimate(est)
+    if est["memory_bytes"] > est["warn_memory"]:
+        warnings.warn(
+            f"{data.get('name', 'scenario')}: {describe_estimate(est)}; "
+            "see docs/scenarios.md, 'Limits and budgets'",
+            LargeRunWarning,
+            stacklevel=2,
+        )
     end = int(sim.end_ps)
     step = max(end // PROGRESS_STEPS, 1)
 

@@ -102,6 +102,14 @@ impl Simulation {
         self.setup_seconds
     }
 
+    /// What the scenario was estimated to cost before it was built (JSON; see
+    /// the module function `estimate`).
+    #[getter]
+    fn estimate(&self) -> PyResult<String> {
+        let core = self.core()?;
+        Ok(core.estimate().to_json(&core.scenario().limits).to_string())
+    }
+
     /// Advances to `t_ps` (capped at the end); returns True when the run is over.
     fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> PyResult<bool> {
         self.core()?;
@@ -748,6 +756,18 @@ fn agent_queue_feature_names() -> Vec<&'static str> {
     ccgym_sim::sim::QUEUE_FEATURES.to_vec()
 }
 
+/// What a scenario (JSON text) would cost, computed without building it:
+/// flows, messages, events and memory, by cause, with the budgets of its
+/// `[limits]` table and `refused` (the error a build would raise, or None).
+/// Returns JSON text; a scenario the checks refuse raises `ScenarioError`.
+#[pyfunction]
+fn estimate(py: Python<'_>, scenario_json: &str, base_dir: &str) -> PyResult<String> {
+    let json = scenario_json.to_owned();
+    let dir = base_dir.to_owned();
+    let v = py.detach(move || guarded("estimate", move || Core::estimate_json(&json, Path::new(&dir))))?;
+    v.map(|v| v.to_string()).map_err(|e| ScenarioError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
@@ -764,5 +784,6 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(agent_action_names, m)?)?;
     m.add_function(wrap_pyfunction!(agent_trigger_names, m)?)?;
     m.add_function(wrap_pyfunction!(agent_queue_feature_names, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
     Ok(())
 }

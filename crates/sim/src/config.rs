@@ -82,6 +82,10 @@ pub struct Scenario {
     /// trace, random loss and a policer (`[[link]]` tables).
     #[serde(default)]
     pub link: Vec<crate::net::link_config::LinkModelConfig>,
+    /// Budgets the scenario must stay within (`[limits]`); raising one is the
+    /// opt-in to a bigger run (see `crate::limits`).
+    #[serde(default)]
+    pub limits: crate::limits::LimitsConfig,
 }
 
 fn default_name() -> String {

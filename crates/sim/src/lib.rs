@@ -31,6 +31,7 @@ pub mod config;
 pub mod engine;
 pub mod flow;
 pub mod host;
+pub mod limits;
 pub mod metrics;
 pub mod net;
 pub mod packet;

@@ -145,6 +145,8 @@ pub struct WorkloadBuilder<'a> {
     default_cc: &'a CcConfig,
     base_dir: &'a Path,
     queues: u8,
+    /// Most flows the entries may generate together (`limits.max_flows`).
+    max_flows: u64,
 }
 
 fn host_ref(topo: &Topology, r: &HostRef, field: &str) -> CfgResult<u32> {
@@ -162,7 +164,13 @@ fn host_ref(topo: &Topology, r: &HostRef, field: &str) -> CfgResult<u32> {
 impl<'a> WorkloadBuilder<'a> {
     /// Prepares to build flows on `topo`.
     pub fn new(topo: &'a Topology, duration: Time, default_cc: &'a CcConfig, base_dir: &'a Path, queues: u8) -> Self {
-        WorkloadBuilder { topo, duration, default_cc, base_dir, queues }
+        WorkloadBuilder { topo, duration, default_cc, base_dir, queues, max_flows: crate::limits::DEFAULT_MAX_FLOWS }
+    }
+
+    /// Sets the most flows the entries may generate together (`limits.max_flows`).
+    pub fn with_max_flows(mut self, max_flows: u64) -> Self {
+        self.max_flows = max_flows;
+        self
     }
 
     /// Builds every flow of every workload entry.
@@ -195,11 +203,15 @@ impl<'a> WorkloadBuilder<'a> {
                 }
             }
         }
-        if flows.len() > 5_000_000 {
+        if flows.len() as u64 > self.max_flows {
             return Err(ConfigError::new(
                 "workload",
                 flows.len(),
-                "more than 5 million flows; shorten the run or lower the load",
+                format!(
+                    "more than limits.max_flows = {} flows; shorten the run, lower the load or raise \
+                     limits.max_flows",
+                    self.max_flows
+                ),
             ));
         }
         Ok(flows)
@@ -445,9 +457,13 @@ impl<'a> WorkloadBuilder<'a> {
                 for s in self.senders(f, w, Some(r))? {
                     for _ in 0..per {
                         let start = self.start(f, w.start, rng)?;
+                        // Arrival times only grow, so stop at the first one past the
+                        // end (or past the time range) instead of filtering all `count`.
                         let msgs: Vec<(Time, u64)> = (1..count)
-                            .map(|k| (start + k as u64 * period, size))
-                            .filter(|&(t, _)| t < self.duration)
+                            .map_while(|k| {
+                                let t = (k as u64).checked_mul(period).and_then(|o| start.checked_add(o))?;
+                                (t < self.duration).then_some((t, size))
+                            })
                             .collect();
                         let total = size + msgs.iter().map(|m| m.1).sum::<u64>();
                         out.push(FlowSpec {
@@ -494,10 +510,10 @@ impl<'a> WorkloadBuilder<'a> {
                 }
                 let first = self.start(f, w.start, rng)?;
                 for b in 0..count {
-                    let t = first + b as u64 * period;
-                    if t >= self.duration {
-                        break;
-                    }
+                    let t = match (b as u64).checked_mul(period).and_then(|o| first.checked_add(o)) {
+                        Some(t) if t < self.duration => t,
+                        _ => break,
+                    };
                     let chosen: Vec<u32> = match w.fan_in {
                         Some(k) => {
                             rand::seq::index::sample(rng, pool.len(), k as usize).into_iter().map(|i| pool[i]).collect()
@@ -592,6 +608,261 @@ impl<'a> WorkloadBuilder<'a> {
             }
         }
         Ok(())
+    }
+}
+
+// ---- Counting before generating (`[limits]`, see `crate::limits`)
+
+/// What one workload entry will generate, counted from its fields before
+/// anything is drawn or allocated, so that an absurd request is refused
+/// instead of exhausting memory.
+#[derive(Clone, Debug, Default)]
+pub struct TrafficEstimate {
+    /// Flows it creates (Poisson: the expected number).
+    pub flows: u64,
+    /// Messages beyond each flow's first (kind `messages`).
+    pub messages: u64,
+    /// Flows of it whose congestion control is the learned `agent`.
+    pub agent_flows: u64,
+    /// Upper bound of the bytes it offers (infinite for unlimited flows).
+    pub bytes: f64,
+    /// Upper bound of the rate it offers at the senders' NICs, in bit/s.
+    pub offered_bps: f64,
+    /// Hosts that send (deduplicated, ascending).
+    pub senders: Vec<u32>,
+    /// Hosts that receive (deduplicated, ascending).
+    pub receivers: Vec<u32>,
+    /// First instant it may send.
+    pub start: Time,
+    /// Instant after which it offers nothing new.
+    pub end: Time,
+    /// The field that sets the flow count, for errors.
+    pub flows_field: String,
+    /// Why there are that many flows, for errors.
+    pub flows_why: String,
+    /// The field that sets the message count, for errors.
+    pub messages_field: String,
+    /// Why there are that many messages, for errors.
+    pub messages_why: String,
+    /// The shortest CC timer period its flows set explicitly (for example
+    /// DCQCN's `rp_timer`), which makes one event per period and flow.
+    pub cc_timer: Option<(Time, String)>,
+}
+
+/// CC parameters that are timer periods: each arms one timer event per
+/// period and flow while it runs.
+const CC_TIMER_PARAMS: [&str; 3] = ["rp_timer", "rate_decrease_interval", "alpha_interval"];
+
+/// The shortest timer period `cc` sets explicitly, with its field.
+fn cc_timer(cc: &CcConfig, field: &str) -> Option<(Time, String)> {
+    CC_TIMER_PARAMS
+        .iter()
+        .filter_map(|name| {
+            let t = match cc.params.get(*name)? {
+                serde_json::Value::String(s) => crate::units::parse_time(s).ok()?,
+                serde_json::Value::Number(n) => (n.as_f64()? * crate::units::SEC as f64) as Time,
+                _ => return None,
+            };
+            (t > 0).then(|| (t, format!("{field}.{name}")))
+        })
+        .min_by_key(|x| x.0)
+}
+
+fn sorted_hosts(mut v: Vec<u32>) -> Vec<u32> {
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+impl WorkloadBuilder<'_> {
+    /// Counts what every workload entry will generate, without drawing a
+    /// random number or building a flow. Host references that do not resolve
+    /// are left out here: [`build`](Self::build) reports them. The one error
+    /// raised here is a Poisson size distribution that averages under a byte,
+    /// which would make the flow count meaningless.
+    pub fn estimate(&self, workloads: &[WorkloadConfig]) -> CfgResult<Vec<TrafficEstimate>> {
+        workloads.iter().enumerate().map(|(i, w)| self.estimate_one(&format!("workload[{i}]"), w)).collect()
+    }
+
+    fn hosts_or_all_but(&self, list: &Option<Vec<HostRef>>, but: Option<u32>) -> Vec<u32> {
+        match list {
+            Some(l) => sorted_hosts(l.iter().filter_map(|r| host_ref(self.topo, r, "").ok()).collect()),
+            None => (0..self.topo.n_hosts).filter(|&h| Some(h) != but).collect(),
+        }
+    }
+
+    fn uplinks_bps(&self, hosts: &[u32]) -> f64 {
+        hosts.iter().map(|&h| self.topo.ports[self.topo.host_port(h) as usize].rate_bps as f64).sum()
+    }
+
+    fn estimate_one(&self, f: &str, w: &WorkloadConfig) -> CfgResult<TrafficEstimate> {
+        let d = self.duration;
+        let start_min = match w.start {
+            Some(StartTime::At(t)) => t.0,
+            Some(StartTime::Uniform([a, _])) => a.0,
+            None => 0,
+        }
+        .min(d);
+        let stop = w.stop.map_or(d, |t| t.0.min(d));
+        let receiver = || host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), "").ok();
+        let algorithm = w.cc.as_ref().unwrap_or(self.default_cc).algorithm.as_str();
+        let cc_field = if w.cc.is_some() { format!("{f}.cc") } else { "cc".to_string() };
+        let entry_timer = cc_timer(w.cc.as_ref().unwrap_or(self.default_cc), &cc_field);
+        let per = w.flows_per_host.unwrap_or(1) as u64;
+        let mut e = TrafficEstimate { start: start_min, end: stop, ..TrafficEstimate::default() };
+        match w.kind.as_str() {
+            "long" => {
+                let all = w.pattern.as_deref() == Some("all_to_all");
+                let r = if all { None } else { receiver() };
+                e.senders = self.hosts_or_all_but(&w.senders, r);
+                let n = e.senders.len() as u64;
+                let pairs = if all { n.saturating_mul(n.saturating_sub(1)) } else { n };
+                e.receivers = if all { e.senders.clone() } else { r.into_iter().collect() };
+                e.flows = pairs.saturating_mul(per);
+                (e.flows_field, e.flows_why) = if per > 1 {
+                    (format!("{f}.flows_per_host"), format!("{pairs} sender-receiver pairs x {per} flows each"))
+                } else if all {
+                    (format!("{f}.pattern"), format!("all_to_all over {n} hosts: {pairs} pairs"))
+                } else {
+                    (format!("{f}.senders"), format!("{n} senders"))
+                };
+                e.bytes = w.size.map_or(f64::INFINITY, |s| s.0 as f64 * e.flows as f64);
+            }
+            "flows" => {
+                let list = w.flows.as_deref().unwrap_or(&[]);
+                e.senders = sorted_hosts(list.iter().filter_map(|x| host_ref(self.topo, &x.src, "").ok()).collect());
+                e.receivers = sorted_hosts(list.iter().filter_map(|x| host_ref(self.topo, &x.dst, "").ok()).collect());
+                e.flows = list.len() as u64;
+                e.start = list.iter().map(|x| x.start.0).min().unwrap_or(0).min(d);
+                e.end = list.iter().map(|x| x.stop.map_or(d, |t| t.0.min(d))).max().unwrap_or(d);
+                e.bytes = list.iter().map(|x| x.size.map_or(f64::INFINITY, |s| s.0 as f64)).sum();
+                (e.flows_field, e.flows_why) = (format!("{f}.flows"), format!("{} listed flows", list.len()));
+                // Per-flow algorithms: count the agent flows one by one.
+                e.agent_flows = list
+                    .iter()
+                    .filter(|x| x.cc.as_ref().map_or(algorithm, |c| c.algorithm.as_str()) == "agent")
+                    .count() as u64;
+                e.cc_timer = list
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, x)| match &x.cc {
+                        Some(c) => cc_timer(c, &format!("{f}.flows[{j}].cc")),
+                        None => entry_timer.clone(),
+                    })
+                    .min_by_key(|x| x.0);
+            }
+            "messages" => {
+                let r = receiver();
+                e.senders = self.hosts_or_all_but(&w.senders, r);
+                e.receivers = r.into_iter().collect();
+                let n = e.senders.len() as u64;
+                e.flows = n.saturating_mul(per);
+                (e.flows_field, e.flows_why) = if per > 1 {
+                    (format!("{f}.flows_per_host"), format!("{n} senders x {per} flows each"))
+                } else {
+                    (format!("{f}.senders"), format!("{n} senders"))
+                };
+                let count = w.count.unwrap_or(1).max(1) as u64;
+                let period = w.period.map_or(0, |p| p.0);
+                // Message k >= 1 of a flow arrives at start + k x period, if before the end of the run.
+                let fit = d.saturating_sub(start_min).saturating_sub(1).checked_div(period).unwrap_or(0);
+                let per_flow = (count - 1).min(fit);
+                e.messages = e.flows.saturating_mul(per_flow);
+                (e.messages_field, e.messages_why) = if count - 1 <= fit {
+                    (format!("{f}.count"), format!("{count} messages per flow x {} flows", e.flows))
+                } else {
+                    (
+                        format!("{f}.period"),
+                        format!(
+                            "one message every {} until the end of the run ({}): {} per flow x {} flows",
+                            crate::units::fmt_time(period),
+                            crate::units::fmt_time(d),
+                            per_flow + 1,
+                            e.flows
+                        ),
+                    )
+                };
+                let size = w.size.map_or(0, |s| s.0) as f64;
+                e.bytes = size * (e.flows as f64 + e.messages as f64);
+            }
+            "incast" => {
+                let r = receiver();
+                e.senders = self.hosts_or_all_but(&w.senders, r);
+                e.receivers = r.into_iter().collect();
+                let count = w.count.unwrap_or(1).max(1) as u64;
+                let period = w.period.map_or(0, |p| p.0);
+                let fit = d.saturating_sub(start_min).saturating_sub(1).checked_div(period).map_or(1, |n| n + 1);
+                let bursts = count.min(fit);
+                let fan = w.fan_in.map_or(e.senders.len() as u64, |k| k as u64);
+                e.flows = bursts.saturating_mul(fan);
+                (e.flows_field, e.flows_why) = if count <= fit {
+                    (format!("{f}.count"), format!("{bursts} bursts x {fan} senders"))
+                } else {
+                    (
+                        format!("{f}.period"),
+                        format!("one burst every {}: {bursts} bursts x {fan} senders", crate::units::fmt_time(period)),
+                    )
+                };
+                e.bytes = w.size.map_or(0, |s| s.0) as f64 * e.flows as f64;
+            }
+            "poisson" => {
+                let hosts = self.hosts_or_all_but(&w.hosts, None);
+                let load = w.load.unwrap_or(0.0);
+                let load = if load.is_finite() { load.clamp(0.0, 1.0) } else { 0.0 };
+                let mean = self.poisson_mean(f, w)?;
+                let span = stop.saturating_sub(start_min) as f64 / crate::units::SEC as f64;
+                e.offered_bps = self.uplinks_bps(&hosts) * load;
+                e.bytes = e.offered_bps / 8.0 * span;
+                let expected = mean.map_or(0.0, |m| e.bytes / m);
+                e.flows = if expected >= u64::MAX as f64 { u64::MAX } else { expected.ceil() as u64 };
+                e.flows_field = format!("{f}.load");
+                e.flows_why = format!(
+                    "Poisson arrivals at load {load} on {} hosts for {}, mean flow size {:.1} bytes",
+                    hosts.len(),
+                    crate::units::fmt_time(stop.saturating_sub(start_min)),
+                    mean.unwrap_or(0.0)
+                );
+                e.senders = hosts.clone();
+                e.receivers = hosts;
+            }
+            _ => {}
+        }
+        if e.offered_bps == 0.0 {
+            e.offered_bps = self.uplinks_bps(&e.senders);
+        }
+        if w.kind != "flows" {
+            if algorithm == "agent" {
+                e.agent_flows = e.flows;
+            }
+            e.cc_timer = entry_timer;
+        }
+        Ok(e)
+    }
+
+    /// Mean flow size of a Poisson entry's CDF after `max_size` (None when the
+    /// file cannot be read or parsed: [`build`](Self::build) reports that).
+    fn poisson_mean(&self, f: &str, w: &WorkloadConfig) -> CfgResult<Option<f64>> {
+        let Some(path_s) = w.cdf.as_ref() else { return Ok(None) };
+        let step = w.sampling.as_deref() == Some("step");
+        let Ok(text) = std::fs::read_to_string(self.base_dir.join(path_s)) else { return Ok(None) };
+        let Ok(cdf) = Cdf::parse(&text, step, &format!("{f}.cdf"), path_s) else { return Ok(None) };
+        let cap = w.max_size.map(|s| s.0 as f64).unwrap_or(f64::INFINITY);
+        let mean = cdf.mean_capped(cap);
+        if mean < 1.0 {
+            let (field, value) = match w.max_size {
+                Some(m) if cdf.mean() >= 1.0 => (format!("{f}.max_size"), m.0.to_string()),
+                _ => (format!("{f}.cdf"), format!("\"{path_s}\"")),
+            };
+            return Err(ConfigError::new(
+                field,
+                value,
+                format!(
+                    "the flow sizes average {mean} bytes, under one byte: every flow would be cut to 1 byte and \
+                     the arrival rate would be absurd; give sizes in bytes"
+                ),
+            ));
+        }
+        Ok(Some(mean))
     }
 }
 

@@ -48,13 +48,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides.append(f"seed={args.seed}")
     out = stdout()
     progress = not args.quiet and Console(stderr=True).is_terminal
-    result = run(args.scenario, overrides=overrides, cc=args.cc, progress=progress)
+    result = run(
+        args.scenario,
+        overrides=overrides,
+        cc=args.cc,
+        progress=progress,
+        on_estimate=None if args.quiet else _print_estimate,
+    )
     if not args.quiet:
         out.print(summary_table(result.summary, result.timing))
     if args.out is not None:
         path = result.save(args.out)
         out.print(f"results: {path}", highlight=False, soft_wrap=True)
     return 0
+
+
+def _print_estimate(est: dict[str, Any]) -> None:
+    """Print the cost estimate of a run on stderr before it starts (yellow when large)."""
+    from ccgym.runner import describe_estimate
+
+    large = est["memory_bytes"] > est["warn_memory"]
+    style = "yellow" if large else "dim"
+    Console(stderr=True, highlight=False, soft_wrap=True).print(describe_estimate(est), style=style)
 
 
 def cc_table(catalogue: list[tuple[str, str, list[tuple[str, str, str]]]]) -> Table:

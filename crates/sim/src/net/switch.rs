@@ -10,6 +10,14 @@
 //! headroom or its shared bytes reach `alpha` x free shared pool, and resumes
 //! (XON) when headroom is empty and shared bytes fall below the threshold by
 //! the resume offset. This follows the HPCC-ns3 MMU; a pause lasts until XON.
+//!
+//! Bound: the shared pool is the buffer minus all reserves and headroom, and
+//! each part admits only what it has room for, so the data bytes a switch
+//! holds never exceed its buffer, provided reserves plus headroom fit in it.
+//! `validate_buffers` (`sim/build.rs`) refuses a configuration where they do
+//! not (before, the pool was clamped to 0 and reserves and headroom alone
+//! could hold many times the buffer). Control packets bypass admission and
+//! are counted on top (`used`).
 
 /// Bytes of one packet charged to each part of an ingress account, so that
 /// release undoes exactly what admission did.
@@ -113,8 +121,8 @@ impl Mmu {
         if !self.pfc {
             let fits_cap = queue_bytes + size <= self.queue_cap;
             let fits_buf = self.used + size <= self.buffer;
-            let fits_dt =
-                self.dt_alpha <= 0.0 || (queue_bytes + size) as f64 <= self.dt_alpha * (self.buffer - self.used) as f64;
+            let fits_dt = self.dt_alpha <= 0.0
+                || (queue_bytes + size) as f64 <= self.dt_alpha * self.buffer.saturating_sub(self.used) as f64;
             if fits_cap && fits_buf && fits_dt {
                 self.used += size;
                 return (Admit::Accept { pause: false }, Charge { shared: size as u32, ..Charge::default() });
@@ -206,5 +214,32 @@ mod tests {
         assert!(resumed);
         assert_eq!(m.used, 0);
         assert_eq!(m.shared_used, 0);
+    }
+
+    #[test]
+    fn data_never_exceeds_the_buffer_when_reserves_and_headroom_fit() {
+        // 8 ports, 3 classes (2 data): reserves 8 x 2 x 4096 and headroom
+        // 8 x 50,000 take 465,536 of the 600,000 bytes. Every ingress keeps
+        // sending (the upstream ignores XOFF, the worst case), nothing leaves.
+        let (ports, buffer) = (8, 600_000u64);
+        let mut m = Mmu::new(buffer, 1 << 30, 0.0, true, 0.125, 4096, 3072, 3, vec![50_000; ports]);
+        let mut admitted = 0u64;
+        for i in 0..20_000u64 {
+            let (inp, class, size) = ((i * 7 % ports as u64) as usize, 1 + (i % 2) as usize, 64 + (i * 131) % 1009);
+            if let (Admit::Accept { .. }, _) = m.admit(inp, class, size, 0) {
+                admitted += size;
+            }
+            assert!(m.used <= buffer, "packet {i}: {} bytes held in a {buffer}-byte buffer", m.used);
+        }
+        assert!(admitted > buffer * 9 / 10, "the buffer filled up ({admitted} bytes)");
+    }
+
+    #[test]
+    fn the_dynamic_threshold_survives_control_bytes_beyond_the_buffer() {
+        // Control packets bypass admission and may push `used` past the buffer;
+        // a data packet is then refused, not an arithmetic overflow.
+        let mut m = Mmu::new(10_000, 10_000, 1.0, false, 0.125, 0, 0, 2, vec![0; 2]);
+        m.used = 10_064;
+        assert_eq!(m.admit(0, 1, 1000, 0).0, Admit::Drop);
     }
 }

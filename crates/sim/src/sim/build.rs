@@ -46,10 +46,13 @@ impl Simulation {
         validate(&sc)?;
         let topo = Topology::build(&sc.topology)?;
         validate_disciplines(&sc, &topo)?;
+        validate_buffers(&sc, &topo)?;
+        let estimate = crate::limits::estimate_and_check(&sc, &topo, base_dir)?;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(sc.seed);
         let end = sc.duration.0;
-        let specs =
-            WorkloadBuilder::new(&topo, end, &sc.cc, base_dir, sc.switch.queues).build(&sc.workload, &mut rng)?;
+        let specs = WorkloadBuilder::new(&topo, end, &sc.cc, base_dir, sc.switch.queues)
+            .with_max_flows(sc.limits.max_flows)
+            .build(&sc.workload, &mut rng)?;
         let window = match sc.metrics.window {
             Some([a, b]) => (a.0, b.0),
             None => (0, end),
@@ -124,22 +127,7 @@ impl Simulation {
             .iter()
             .filter(|n| matches!(n.kind, NodeKind::Switch(_)))
             .map(|n| {
-                let headroom = n
-                    .ports
-                    .iter()
-                    .map(|&p| {
-                        if sw.pfc.headroom.0 > 0 {
-                            sw.pfc.headroom.0
-                        } else {
-                            // Everything that can still arrive after XOFF: a cable round
-                            // trip, a packet in flight each way and 1 us of response time.
-                            let ps = &topo.ports[p as usize];
-                            let back = topo.ports[ps.peer as usize].delay;
-                            let bytes_per_ps = ps.rate_bps as f64 / 8.0 / SEC as f64;
-                            (bytes_per_ps * (ps.delay + back + US) as f64) as u64 + 2 * mtu_wire
-                        }
-                    })
-                    .collect();
+                let headroom = n.ports.iter().map(|&p| pfc_headroom(sw, &topo, p, mtu_wire)).collect();
                 if sw.buffer_model == "static" {
                     let nq = switch_queues(sw);
                     let budget = data_queue_budget(sw, n.ports.len(), nq - 1);
@@ -178,7 +166,7 @@ impl Simulation {
             hosts,
             mmus,
             port_local,
-            flows: Vec::with_capacity(specs.len()),
+            flows: Vec::new(),
             pool: PacketPool::default(),
             events: EventQueue::default(),
             rng,
@@ -194,11 +182,13 @@ impl Simulation {
             cons: Conservation::default(),
             series: Series::default(),
             scenario: sc,
+            estimate,
         };
         sim.build_link_models(base_dir)?;
         sim.bridge = build_bridge(&sim.scenario, base_dir)?;
         sim.create_flows(specs)?;
         sim.schedule_initial();
+        sim.reserve_series()?;
         sim.build_queue_agents()?;
         Ok(sim)
     }
@@ -213,7 +203,12 @@ impl Simulation {
         let build = CcBuild { agent: self.bridge.as_ref().map(|b| b.spec()) };
         // Flows that share a CC configuration share its parsed form.
         let mut cc_cache: Vec<(&crate::config::CcConfig, Cc)> = Vec::new();
-        let mut built: Vec<Cc> = Vec::with_capacity(specs.len());
+        // The big vectors are reserved fallibly: a failure is an error, not an abort.
+        let mut built: Vec<Cc> = Vec::new();
+        crate::limits::try_reserve(&mut built, specs.len(), "workload")?;
+        crate::limits::try_reserve(&mut self.flows, specs.len(), "workload")?;
+        let app_entries = specs.iter().map(|s| 2 + s.messages.len()).sum();
+        crate::limits::try_reserve(&mut self.app, app_entries, "workload")?;
         for s in &specs {
             let cc = match cc_cache.iter().find(|(c, _)| **c == s.cc) {
                 Some((_, cc)) => cc.clone(),
@@ -657,4 +652,131 @@ fn validate_disciplines(sc: &Scenario, topo: &Topology) -> CfgResult<()> {
         }
     }
     Ok(())
+}
+
+// ---- Switch buffers that can hold what they promise (issue 16, class 3)
+
+/// PFC headroom of switch port `p`: `switch.pfc.headroom`, or everything that
+/// can still arrive after an XOFF: a cable round trip, a packet in flight each
+/// way and 1 us of response time.
+fn pfc_headroom(sw: &crate::config::SwitchConfig, topo: &Topology, p: u32, mtu_wire: u64) -> u64 {
+    if sw.pfc.headroom.0 > 0 {
+        sw.pfc.headroom.0
+    } else {
+        let ps = &topo.ports[p as usize];
+        let back = topo.ports[ps.peer as usize].delay;
+        let bytes_per_ps = ps.rate_bps as f64 / 8.0 / SEC as f64;
+        (bytes_per_ps * (ps.delay + back + US) as f64) as u64 + 2 * mtu_wire
+    }
+}
+
+/// Refuses switch buffers that cannot hold what the configuration promises:
+/// PFC reserves and headroom that do not fit in the buffer (the shared pool
+/// would be negative and the switch would hold more than it has), static or
+/// rank budgets that add up to more than the buffer, and lossy buffers, queue
+/// caps or dynamic thresholds smaller than one full packet (every data packet
+/// would be dropped).
+fn validate_buffers(sc: &Scenario, topo: &Topology) -> CfgResult<()> {
+    let sw = &sc.switch;
+    let mtu = (sc.packets.payload + sc.packets.header) as u64;
+    let mib = |b: u64| format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64);
+    let lossy_fifo = !sw.pfc.enabled && sw.buffer_model == "shared" && sw.discipline != "rank";
+    if lossy_fifo {
+        let small = |f: &str, v: u64, what: &str| {
+            Err(ConfigError::new(
+                f,
+                v,
+                format!("{what} is smaller than one full packet ({mtu} bytes): every data packet would be dropped"),
+            ))
+        };
+        if sw.buffer.0 < mtu {
+            return small("switch.buffer", sw.buffer.0, "the switch buffer");
+        }
+        if sw.queue_cap.0 < mtu {
+            return small("switch.queue_cap", sw.queue_cap.0, "the queue cap");
+        }
+        if sw.dt_alpha > 0.0 && sw.dt_alpha * (sw.buffer.0 as f64) < mtu as f64 {
+            return Err(ConfigError::new(
+                "switch.dt_alpha",
+                sw.dt_alpha,
+                format!(
+                    "the dynamic threshold of an empty buffer (dt_alpha x switch.buffer = {:.0} bytes) is smaller \
+                     than one full packet ({mtu} bytes): every data packet would be dropped",
+                    sw.dt_alpha * sw.buffer.0 as f64
+                ),
+            ));
+        }
+    }
+    for n in topo.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Switch(_))) {
+        let ports = n.ports.len() as u64;
+        if sw.pfc.enabled {
+            let classes = switch_queues(sw) as u64 - 1;
+            let reserve = sw.pfc.reserve.0.saturating_mul(ports * classes);
+            let headroom: u64 = n.ports.iter().map(|&p| pfc_headroom(sw, topo, p, mtu)).sum();
+            let need = reserve.saturating_add(headroom);
+            if need > sw.buffer.0 {
+                let how = if sw.pfc.headroom.0 > 0 {
+                    format!("switch.pfc.headroom = {} bytes per port", sw.pfc.headroom.0)
+                } else {
+                    "computed from the links: rate x (2 x delay + 1 us) + 2 packets per port".to_string()
+                };
+                return Err(ConfigError::new(
+                    "switch.buffer",
+                    sw.buffer.0,
+                    format!(
+                        "switch {} has {ports} ports; its PFC reserves (switch.pfc.reserve = {} bytes x {ports} ports \
+                         x {classes} classes = {}) plus headroom ({how}: {}) need {}, more than the buffer ({}). \
+                         Raise switch.buffer to at least {need} bytes, or lower switch.pfc.reserve or \
+                         switch.pfc.headroom",
+                        n.name,
+                        sw.pfc.reserve.0,
+                        mib(reserve),
+                        mib(headroom),
+                        mib(need),
+                        mib(sw.buffer.0)
+                    ),
+                ));
+            }
+        }
+        if sw.port_buffer.0 > 0 && (sw.buffer_model == "static" || sw.discipline == "rank") {
+            let queues = if sw.buffer_model == "static" { switch_queues(sw) as u64 - 1 } else { 1 };
+            let need = sw.port_buffer.0.saturating_mul(ports * queues);
+            if need > sw.buffer.0 {
+                return Err(ConfigError::new(
+                    "switch.port_buffer",
+                    sw.port_buffer.0,
+                    format!(
+                        "x {ports} ports x {queues} data queues of switch {} is {need} bytes, more than the switch \
+                         buffer (switch.buffer = {} bytes); raise switch.buffer or lower switch.port_buffer",
+                        n.name, sw.buffer.0
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Simulation {
+    /// What a scenario (JSON) would cost, without building it: the checks up
+    /// to the budgets run (a scenario they refuse is an error), the workloads
+    /// are counted but not generated, and the budgets of `[limits]` are
+    /// compared: `"refused"` holds the error a build would raise, or null.
+    pub fn estimate_json(json: &str, base_dir: &Path) -> CfgResult<serde_json::Value> {
+        let sc = parse_scenario(json)?;
+        validate(&sc)?;
+        let topo = Topology::build(&sc.topology)?;
+        validate_disciplines(&sc, &topo)?;
+        validate_buffers(&sc, &topo)?;
+        let builder = WorkloadBuilder::new(&topo, sc.duration.0, &sc.cc, base_dir, sc.switch.queues);
+        let traffic = builder.estimate(&sc.workload)?;
+        let est = crate::limits::estimate(&sc, &topo, &traffic);
+        let refused = crate::limits::check_intervals(&sc, &topo, &traffic)
+            .and_then(|_| crate::limits::check(&sc, &traffic, &est))
+            .err()
+            .map(|e| e.to_string());
+        let mut v = est.to_json(&sc.limits);
+        v["refused"] = serde_json::json!(refused);
+        Ok(v)
+    }
 }

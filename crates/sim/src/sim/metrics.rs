@@ -66,6 +66,26 @@ impl Simulation {
         }
     }
 
+    /// Reserves the time series for the whole run at once, fallibly: an
+    /// allocation the machine cannot make is an error naming the field, not
+    /// an abort in the middle of the run.
+    pub(super) fn reserve_series(&mut self) -> crate::config::CfgResult<()> {
+        if self.sample_interval == 0 {
+            return Ok(());
+        }
+        let samples = (self.end / self.sample_interval + 1) as usize;
+        let ports = self.series.ports.len();
+        let s = &mut self.series;
+        crate::limits::try_reserve(&mut s.times, samples, "metrics.sample_interval")?;
+        crate::limits::try_reserve(&mut s.queue, samples.saturating_mul(ports), "metrics.sample_interval")?;
+        crate::limits::try_reserve(&mut s.tx_gbps, samples.saturating_mul(ports), "metrics.sample_interval")?;
+        if s.flows_on {
+            let n = samples.saturating_mul(self.flows.len());
+            crate::limits::try_reserve(&mut s.flow_gbps, n, "metrics.flow_series")?;
+        }
+        Ok(())
+    }
+
     /// The `Sample` event.
     pub(super) fn take_sample(&mut self) {
         let now = self.now;

@@ -108,6 +108,8 @@ pub struct Simulation {
     ecn_red: Option<Red>,
     /// The agent bridge, when the scenario has an `[agent]` table.
     bridge: Option<Bridge>,
+    /// What the scenario was estimated to cost before it was built.
+    estimate: crate::limits::Estimate,
 }
 
 impl Simulation {
@@ -164,6 +166,11 @@ impl Simulation {
     /// The sampled time series.
     pub fn series(&self) -> &Series {
         &self.series
+    }
+
+    /// What the scenario was estimated to cost before it was built (`[limits]`).
+    pub fn estimate(&self) -> &crate::limits::Estimate {
+        &self.estimate
     }
 
     /// Pending events (for diagnostics).
