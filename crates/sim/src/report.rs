@@ -58,11 +58,19 @@ impl Simulation {
         end.saturating_sub(pt.stats.tx_at_window[0])
     }
 
-    /// Utilisation of port `p` over the collection window (NaN before it starts).
+    /// Utilisation of port `p` over the collection window so far (NaN before
+    /// it starts): the bits it put on the wire inside the window over the bits
+    /// its rate (or rate schedule) allowed there. A trace-driven link is
+    /// measured against its trace's mean rate, which a window shorter than
+    /// the trace's period can exceed.
     pub fn port_utilization(&self, p: u32) -> f64 {
         let Some(len) = self.window_len() else { return f64::NAN };
-        let rate = self.ports()[p as usize].rate_bps as f64;
-        self.port_window_bytes(p) as f64 * 8.0 / (rate * ps_to_s(len))
+        let pt = &self.ports()[p as usize];
+        let start = self.window().0;
+        let unsent_end =
+            if self.now() >= self.window().1 { pt.stats.unsent_at_window[1] } else { pt.unsent_bytes(self.now()) };
+        let sent = self.port_window_bytes(p) as f64 - unsent_end + pt.stats.unsent_at_window[0];
+        sent.max(0.0) * 8.0 / pt.capacity_bits(start, start + len)
     }
 
     /// Queue-length samples of switch port index `i` (in `series.ports`) inside the window.

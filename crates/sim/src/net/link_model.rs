@@ -162,6 +162,22 @@ impl RateSchedule {
         }
     }
 
+    /// Bits the link can carry in `[a, b)` under this schedule.
+    pub fn bits_between(&self, a: Time, b: Time) -> f64 {
+        if b <= a {
+            return 0.0;
+        }
+        let mut bits = 0.0;
+        for (i, &(start, rate)) in self.steps.iter().enumerate().skip(self.step_at(a)) {
+            if start >= b {
+                break;
+            }
+            let end = self.steps.get(i + 1).map_or(b, |s| s.0.min(b));
+            bits += rate as f64 * (end - start.max(a)) as f64 / crate::units::SEC as f64;
+        }
+        bits
+    }
+
     /// Sets the rate to `rate_bps` from time `t` on, forgetting later steps
     /// (run-time control). Returns an error for a zero rate.
     pub fn set_rate_from(&mut self, t: Time, rate_bps: u64) -> Result<(), String> {
@@ -524,6 +540,16 @@ mod tests {
         assert_eq!(s.rate_at(10 * US), 4 * G);
         assert_eq!(s.next_change(0), Some(10 * US));
         assert_eq!(s.next_change(10 * US), None);
+    }
+
+    #[test]
+    fn capacity_is_integrated_across_steps() {
+        // 10 Gb/s, then 1 Gb/s from 1 us, then 4 Gb/s from 3 us.
+        let s = RateSchedule::new(10_000_000_000, &[(US, 1_000_000_000), (3 * US, 4_000_000_000)]).unwrap();
+        assert_eq!(s.bits_between(0, US), 10_000.0);
+        assert_eq!(s.bits_between(US / 2, 2 * US), 5_000.0 + 1_000.0);
+        assert_eq!(s.bits_between(0, 5 * US), 10_000.0 + 2_000.0 + 8_000.0);
+        assert_eq!(s.bits_between(4 * US, 4 * US), 0.0);
     }
 
     #[test]

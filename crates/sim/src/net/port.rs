@@ -5,7 +5,7 @@
 //! wire arrive in order, so they wait in a FIFO and only the oldest has a
 //! pending arrival event: one event per port, however many packets fly.
 
-use crate::net::link_model::LinkModel;
+use crate::net::link_model::{LinkModel, LinkTiming};
 use crate::net::rank_queue::RankQueue;
 use crate::packet::PktId;
 use crate::units::Time;
@@ -209,6 +209,11 @@ pub struct PortStats {
     pub latency: crate::metrics::LogHist,
     /// Transmitted bytes at window start / end (for utilisation).
     pub tx_at_window: [u64; 2],
+    /// Bytes of the packet in serialisation at window start / end that were
+    /// still to go onto the wire ([`Port::unsent_bytes`]): `tx_bytes` counts a
+    /// packet when it starts, so these make utilisation count bits sent
+    /// inside the window only.
+    pub unsent_at_window: [f64; 2],
     /// ECN profile inside the window: per queue-length bin (see [`ECN_BINS`]),
     /// data packets that met the marker and packets it marked.
     pub ecn_profile: Vec<[u64; 2]>,
@@ -286,6 +291,31 @@ pub struct Port {
 }
 
 impl Port {
+    /// Bytes of the packet being serialised at `t` that are still to go onto
+    /// the wire (0 when idle). A trace-driven link's packet waits for its
+    /// delivery opportunity rather than being serialised, so it counts as
+    /// sent when it starts.
+    pub fn unsent_bytes(&self, t: Time) -> f64 {
+        if self.busy_until <= t {
+            return 0.0;
+        }
+        match self.model.as_deref().and_then(|m| m.timing.as_ref()) {
+            None => self.rate_bps as f64 * (self.busy_until - t) as f64 / crate::units::SEC as f64 / 8.0,
+            Some(LinkTiming::Schedule(s)) => s.bits_between(t, self.busy_until) / 8.0,
+            Some(LinkTiming::Trace(_)) => 0.0,
+        }
+    }
+
+    /// Bits the port can carry in `[a, b)`: its rate over the interval,
+    /// following its schedule if it has one (a trace-driven link: its mean
+    /// rate).
+    pub fn capacity_bits(&self, a: Time, b: Time) -> f64 {
+        match self.model.as_deref().and_then(|m| m.timing.as_ref()) {
+            Some(LinkTiming::Schedule(s)) => s.bits_between(a, b),
+            _ => self.rate_bps as f64 * b.saturating_sub(a) as f64 / crate::units::SEC as f64,
+        }
+    }
+
     /// Runs the ECN marker of queue `q` for a data packet that sees the queue
     /// at its current length; returns whether to mark it.
     #[inline]

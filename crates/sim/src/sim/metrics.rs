@@ -113,8 +113,10 @@ impl Simulation {
     /// The `WindowStart` event.
     pub(super) fn window_start(&mut self) {
         self.in_window = true;
+        let now = self.now;
         for pt in &mut self.ports {
             pt.stats.tx_at_window[0] = pt.tx_bytes;
+            pt.stats.unsent_at_window[0] = pt.unsent_bytes(now);
         }
         for f in &mut self.flows {
             f.stats.delivered_at_window[0] = Some(f.rcv.rcv_nxt);
@@ -131,6 +133,7 @@ impl Simulation {
         let start = self.window.0;
         for pt in &mut self.ports {
             pt.stats.tx_at_window[1] = pt.tx_bytes;
+            pt.stats.unsent_at_window[1] = pt.unsent_bytes(now);
             if pt.paused != 0 {
                 pt.stats.win_paused_time += now.saturating_sub(pt.paused_since.max(start));
             }
