@@ -295,7 +295,9 @@ pub struct HostConfig {
     /// ACKs; fast retransmit after 3, NewReno recovery, adaptive timeout) or
     /// `auto` (what the flow's CC algorithm is designed for). `credit` picks
     /// the minimal receiver-driven test transport (go-back-N recovery, data
-    /// only against the receiver's grants).
+    /// only against the receiver's grants); `pfabric` pFabric's (the
+    /// receiver keeps out-of-order data and acknowledges every packet, only a
+    /// fixed timeout `rto` repairs losses).
     pub loss_recovery: String,
     /// Cap on unacknowledged bytes per flow (0 = no cap).
     pub max_outstanding: Bytes,
@@ -316,6 +318,10 @@ pub struct HostConfig {
     /// (with bursts) or `srpt` (smallest remaining bytes first; ties in the
     /// order the flows became ready).
     pub scheduler: String,
+    /// pFabric flows: timeouts in a row after which the sender stops
+    /// resending data and sends one header-size probe per timeout until one
+    /// is answered (probe mode; 5 in the paper).
+    pub pfabric_probe_after: u32,
 }
 
 impl Default for HostConfig {
@@ -332,6 +338,7 @@ impl Default for HostConfig {
             min_rate_fraction: 64.0 / 1_048_576.0,
             tx_jitter: 0.0,
             scheduler: "round_robin".into(),
+            pfabric_probe_after: 5,
         }
     }
 }

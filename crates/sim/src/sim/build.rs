@@ -268,12 +268,13 @@ impl Simulation {
                 "go_back_n" => Transport::GoBackN,
                 "tcp" => Transport::Tcp,
                 "credit" => Transport::Credit,
+                "pfabric" => Transport::PFabric,
                 _ => cc.transport(),
             };
             let rto = match transport {
                 // Until RTT samples exist, never time out before a round trip is possible.
                 Transport::Tcp => self.scenario.host.rto.0.max(2 * base_rtt),
-                Transport::GoBackN | Transport::Credit => self.scenario.host.rto.0,
+                Transport::GoBackN | Transport::Credit | Transport::PFabric => self.scenario.host.rto.0,
             };
             self.flows.push(Flow {
                 snd: Sender {
@@ -293,6 +294,9 @@ impl Simulation {
                     msg_next: 0,
                     granted: 0,
                     grant_prio: 0,
+                    sacked: 0,
+                    timeouts_in_row: 0,
+                    probing: false,
                 },
                 ctl: FlowCtl {
                     rate: line,
@@ -514,11 +518,11 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
-    if !["auto", "go_back_n", "tcp", "credit"].contains(&h.loss_recovery.as_str()) {
+    if !["auto", "go_back_n", "tcp", "credit", "pfabric"].contains(&h.loss_recovery.as_str()) {
         return e(
             "host.loss_recovery",
             &format!("\"{}\"", h.loss_recovery),
-            "use \"auto\", \"go_back_n\", \"tcp\" or \"credit\"",
+            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\" or \"pfabric\"",
         );
     }
     if h.ack_every == 0 {

@@ -232,10 +232,17 @@ impl Simulation {
         p.n_int = 0;
         // Scheduling hints for priority and rank switch ports. The seam for
         // transports that choose their own (e.g. receiver-granted priorities):
-        // the class's priority, and pFabric's rank, the bytes the flow still
-        // has to send from this packet on.
+        // the class's priority, and a rank: the bytes the flow still has to
+        // send from this packet on, or under pFabric's transport (whose ACKs
+        // count what arrived out of order) the bytes not known to have arrived.
         p.prio = f.path.class.saturating_sub(1);
-        p.rank = f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq).min(u32::MAX as u64) as u32;
+        let remaining = match f.path.transport {
+            Transport::PFabric => {
+                f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(f.ctl.snd_una.saturating_add(f.snd.sacked))
+            }
+            _ => f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq),
+        };
+        p.rank = remaining.min(u32::MAX as u64) as u32;
         if f.ctl.probe_requested {
             f.ctl.probe_requested = false;
             p.probe = true;
