@@ -299,7 +299,9 @@ pub struct HostConfig {
     /// ACKs; fast retransmit after 3, NewReno recovery, adaptive timeout) or
     /// `auto` (what the flow's CC algorithm is designed for). `credit` picks
     /// the minimal receiver-driven test transport (go-back-N recovery, data
-    /// only against the receiver's grants).
+    /// only against the receiver's grants); `pfabric` pFabric's (the
+    /// receiver keeps out-of-order data and acknowledges every packet, only a
+    /// fixed timeout `rto` repairs losses).
     pub loss_recovery: String,
     /// Cap on unacknowledged bytes per flow (0 = no cap).
     pub max_outstanding: Bytes,
@@ -323,6 +325,10 @@ pub struct HostConfig {
     /// Credit transport: the data priority (0 most urgent, to 7) the
     /// receivers grant; `None`: each flow's class priority (`class - 1`).
     pub grant_priority: Option<u8>,
+    /// pFabric flows: timeouts in a row after which the sender stops
+    /// resending data and sends one header-size probe per timeout until one
+    /// is answered (probe mode; 5 in the paper).
+    pub pfabric_probe_after: u32,
 }
 
 impl Default for HostConfig {
@@ -340,6 +346,7 @@ impl Default for HostConfig {
             tx_jitter: 0.0,
             scheduler: "round_robin".into(),
             grant_priority: None,
+            pfabric_probe_after: 5,
         }
     }
 }

@@ -107,6 +107,12 @@ pub struct Sender {
     pub granted: u64,
     /// Priority the last grant asked the granted data to use.
     pub grant_prio: u8,
+    /// pFabric: bytes the receiver holds beyond `snd_una` (its last ACK).
+    pub sacked: u64,
+    /// pFabric: timeouts since the last ACK.
+    pub timeouts_in_row: u32,
+    /// pFabric probe mode: no data leaves until a probe is answered.
+    pub probing: bool,
 }
 
 /// The receiving NIC's state of a flow.
@@ -196,16 +202,20 @@ impl Flow {
             && self.snd.finished.is_none()
             && (self.snd.retx.is_some()
                 || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding)))
-            && self.credit_allows()
+            && self.transport_allows()
     }
 
-    /// The credit gate: a credit-gated transport sends only below the offset
-    /// its receiver has granted; other transports are never gated (one
-    /// comparison of the transport tag, evaluated only when everything else
-    /// already allows sending).
+    /// The transport's own gate, evaluated only when everything else already
+    /// allows sending: a credit-gated transport sends only below the offset
+    /// its receiver has granted, a pFabric flow in probe mode sends no data;
+    /// other transports are never gated.
     #[inline]
-    pub fn credit_allows(&self) -> bool {
-        self.path.transport != Transport::Credit || self.ctl.snd_nxt < self.snd.granted
+    pub fn transport_allows(&self) -> bool {
+        match self.path.transport {
+            Transport::GoBackN | Transport::Tcp => true,
+            Transport::Credit => self.ctl.snd_nxt < self.snd.granted,
+            Transport::PFabric => !self.snd.probing,
+        }
     }
 
     /// Bytes of the flow not yet acknowledged (the key of the

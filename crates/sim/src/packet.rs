@@ -62,7 +62,8 @@ pub struct Packet {
     pub dst: u32,
     /// Data: first payload byte. Ack: cumulative bytes received. Nack: expected byte.
     pub seq: u64,
-    /// Payload bytes (data only).
+    /// Data: payload bytes. Ack of a pFabric flow: bytes the receiver holds
+    /// beyond `seq` (its SACK, as a count).
     pub payload: u32,
     /// Bytes on the wire.
     pub size: u32,

@@ -18,6 +18,7 @@ mod fixed_rate;
 mod hpcc;
 mod line_rate;
 mod newreno;
+mod pfabric;
 mod swift;
 mod timely;
 
@@ -29,6 +30,7 @@ pub use fixed_rate::FixedRate;
 pub use hpcc::Hpcc;
 pub use line_rate::LineRate;
 pub use newreno::NewReno;
+pub use pfabric::PFabric;
 pub use swift::Swift;
 pub use timely::Timely;
 
@@ -182,6 +184,13 @@ pub enum Transport {
     /// receiver's grant scheduler grants one packet per token, and data goes
     /// only against grants. Loss recovery as go-back-N.
     Credit,
+    /// pFabric: the receiver keeps out-of-order data and acknowledges every
+    /// packet cumulatively, telling the sender how many bytes it holds beyond
+    /// (which lowers the rank of the flow's next packets); duplicate ACKs mean
+    /// nothing; a fixed timeout goes back to the first unacknowledged byte,
+    /// and after `host.pfabric_probe_after` timeouts in a row the sender only
+    /// sends header-size probes, one per timeout, until one is answered.
+    PFabric,
 }
 
 /// An acknowledgement as the sender sees it.
@@ -294,6 +303,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         Dctcp::info(),
         NewReno::info(),
         Cubic::info(),
+        PFabric::info(),
         LineRate::info(),
         FixedRate::info(),
         CcInfo {
@@ -327,6 +337,8 @@ pub enum Cc {
     NewReno(NewReno),
     /// TCP CUBIC.
     Cubic(Cubic),
+    /// pFabric's end-host window (with rank switch ports).
+    PFabric(PFabric),
 }
 
 /// Reads parameters of one algorithm from a [`CcConfig`], rejecting unknown names.
@@ -450,6 +462,7 @@ impl Cc {
             "dctcp" => build!(Dctcp, Dctcp),
             "newreno" => build!(NewReno, NewReno),
             "cubic" => build!(Cubic, Cubic),
+            "pfabric" => build!(PFabric, PFabric),
             "agent" => {
                 let Some(spec) = build.agent else {
                     return Err(ConfigError::new(
@@ -491,6 +504,7 @@ impl Cc {
             Cc::Dctcp(_) => "dctcp",
             Cc::NewReno(_) => "newreno",
             Cc::Cubic(_) => "cubic",
+            Cc::PFabric(_) => "pfabric",
         }
     }
 }
@@ -508,6 +522,7 @@ macro_rules! dispatch {
             Cc::Dctcp($cc) => $call,
             Cc::NewReno($cc) => $call,
             Cc::Cubic($cc) => $call,
+            Cc::PFabric($cc) => $call,
         }
     };
 }

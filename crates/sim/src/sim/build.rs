@@ -263,12 +263,13 @@ impl Simulation {
                 "go_back_n" => Transport::GoBackN,
                 "tcp" => Transport::Tcp,
                 "credit" => Transport::Credit,
+                "pfabric" => Transport::PFabric,
                 _ => cc.transport(),
             };
             let rto = match transport {
                 // Until RTT samples exist, never time out before a round trip is possible.
                 Transport::Tcp => self.scenario.host.rto.0.max(2 * base_rtt),
-                Transport::GoBackN | Transport::Credit => self.scenario.host.rto.0,
+                Transport::GoBackN | Transport::Credit | Transport::PFabric => self.scenario.host.rto.0,
             };
             self.flows.push(Flow {
                 snd: Sender {
@@ -288,6 +289,9 @@ impl Simulation {
                     msg_next: 0,
                     granted: 0,
                     grant_prio: 0,
+                    sacked: 0,
+                    timeouts_in_row: 0,
+                    probing: false,
                 },
                 ctl: FlowCtl {
                     rate: line,
@@ -509,11 +513,11 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
-    if !["auto", "go_back_n", "tcp", "credit"].contains(&h.loss_recovery.as_str()) {
+    if !["auto", "go_back_n", "tcp", "credit", "pfabric"].contains(&h.loss_recovery.as_str()) {
         return e(
             "host.loss_recovery",
             &format!("\"{}\"", h.loss_recovery),
-            "use \"auto\", \"go_back_n\", \"tcp\" or \"credit\"",
+            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\" or \"pfabric\"",
         );
     }
     if h.ack_every == 0 {
@@ -567,6 +571,9 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
             format!("\"{}\"", h.scheduler),
             "use \"round_robin\" or \"srpt\" (smallest remaining first)",
         ));
+    }
+    if h.pfabric_probe_after == 0 {
+        return Err(ConfigError::new("host.pfabric_probe_after", 0, "must be at least 1 timeout"));
     }
     if let Some(p) = h.grant_priority.filter(|&p| p > 7) {
         return Err(ConfigError::new("host.grant_priority", p, "must be from 0 (most urgent) to 7"));

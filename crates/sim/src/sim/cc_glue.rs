@@ -150,6 +150,12 @@ impl Simulation {
         self.pool.free(pid);
         let now = self.now;
         let f = &mut self.flows[fid as usize];
+        if f.snd.probing {
+            // pFabric probe mode ends: the path works again.
+            f.snd.probing = false;
+            f.snd.timeouts_in_row = 0;
+            f.snd.last_progress = now;
+        }
         let ev = ProbeEvent {
             rtt: now - ts,
             bytes_sent: f.mi.bytes,

@@ -235,10 +235,17 @@ impl Simulation {
         p.n_int = 0;
         // Scheduling hints for priority and rank switch ports: the class's
         // priority, or the one the receiver granted (credit-gated
-        // transports), and pFabric's rank, the bytes the flow still has to
-        // send from this packet on.
+        // transports), and a rank: the bytes the flow still has to send from
+        // this packet on, or under pFabric's transport (whose ACKs count what
+        // arrived out of order) the bytes not known to have arrived.
         p.prio = prio;
-        p.rank = f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq).min(u32::MAX as u64) as u32;
+        let remaining = match f.path.transport {
+            Transport::PFabric => {
+                f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(f.ctl.snd_una.saturating_add(f.snd.sacked))
+            }
+            _ => f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq),
+        };
+        p.rank = remaining.min(u32::MAX as u64) as u32;
         if f.ctl.probe_requested {
             f.ctl.probe_requested = false;
             p.probe = true;

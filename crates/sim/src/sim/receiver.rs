@@ -97,7 +97,7 @@ impl Simulation {
         } else if seq > f.rcv.rcv_nxt {
             // Out of order: what to do is the transport's receiver half.
             match transport {
-                Transport::Tcp => {
+                Transport::Tcp | Transport::PFabric => {
                     // Keep the segment and answer with a duplicate ACK at once.
                     insert_range(&mut f.rcv.ooo, seq, seq + payload);
                     send_ack = true;
@@ -124,6 +124,9 @@ impl Simulation {
             f.rcv.last_cnp = Some(now);
         }
         let rcv_nxt = f.rcv.rcv_nxt;
+        // pFabric's SACK, reduced to what its sender uses: how many bytes
+        // beyond the cumulative ACK have arrived (they lower its rank).
+        let sacked = if transport == Transport::PFabric { f.rcv.ooo.iter().map(|&(a, b)| b - a).sum() } else { 0 };
         if send_ack {
             f.rcv.unacked_pkts = 0;
             let a = self.control_packet(fid, PacketKind::Ack, h, src, pk.ack, rcv_nxt);
@@ -132,6 +135,7 @@ impl Simulation {
             p.ts_tx = ts;
             p.hops = hops;
             p.probe = probe;
+            p.payload = sacked.min(u32::MAX as u64) as u32;
             if n_int > 0 {
                 self.pool.move_int(pid, a);
             }

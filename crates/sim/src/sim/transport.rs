@@ -19,9 +19,16 @@
 //!   unacknowledged segment and start fast recovery, where a partial ACK
 //!   retransmits the next hole; the timeout is RFC 6298's `srtt + 4 rttvar`,
 //!   at least `host.rto_min`, doubled on every timeout. No SACK;
+//! * pFabric: the receiver keeps out-of-order data and ACKs every packet
+//!   with the count of bytes it holds beyond the cumulative ACK (the sender
+//!   lowers its packets' rank by them); duplicate ACKs trigger nothing; the
+//!   fixed timeout (`host.rto`) goes back to the first unacknowledged byte,
+//!   and after `host.pfabric_probe_after` timeouts in a row the flow sends a
+//!   header-size probe per timeout instead of data until an ACK or the
+//!   probe's reply arrives;
 //! * credit (test/teaching): go-back-N recovery, plus a credit gate: data
 //!   goes only below the offset the receiver has granted
-//!   ([`Flow::credit_allows`]); a go-back resends below the grant.
+//!   ([`Flow::transport_allows`]); a go-back resends below the grant.
 //!
 //! The receiver half is in `receiver.rs`. ACK and NACK handling here move the
 //! sequence state first and then run the CC's callbacks (`cc_glue.rs`), so an
@@ -44,9 +51,9 @@ impl Simulation {
     /// An ACK reached the sender of its flow.
     pub(super) fn on_ack(&mut self, pid: PktId) {
         let now = self.now;
-        let (fid, seq, ecn, ts, hops) = {
+        let (fid, seq, ecn, ts, hops, sacked) = {
             let p = self.pool.get(pid);
-            (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops)
+            (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops, p.payload as u64)
         };
         let rto_min = self.scenario.host.rto_min.0;
         let f = &mut self.flows[fid as usize];
@@ -63,6 +70,13 @@ impl Simulation {
         // The transport's own sender bookkeeping.
         let (recovery_ended, fast_retransmit) = match f.path.transport {
             Transport::Tcp => tcp_on_ack(f, seq, newly, rtt, rto_min),
+            Transport::PFabric => {
+                // Any ACK shows the path works: probe mode (if on) ends.
+                f.snd.sacked = sacked;
+                f.snd.timeouts_in_row = 0;
+                f.snd.probing = false;
+                (false, false)
+            }
             Transport::GoBackN | Transport::Credit => (false, false),
         };
         if f.snd.finished.is_none() {
@@ -145,9 +159,14 @@ impl Simulation {
     /// for its timeout goes back to its first unacknowledged byte.
     pub(super) fn rto_sweep(&mut self) {
         let now = self.now;
+        let probe_after = self.scenario.host.pfabric_probe_after;
         for fid in 0..self.flows.len() as u32 {
             let f = &mut self.flows[fid as usize];
-            if !f.snd.started || f.snd.finished.is_some() || f.inflight() == 0 || now < f.snd.last_progress + f.snd.rto
+            // A probing flow has nothing in flight but its probe, which may be lost too.
+            if !f.snd.started
+                || f.snd.finished.is_some()
+                || (f.inflight() == 0 && !f.snd.probing)
+                || now < f.snd.last_progress + f.snd.rto
             {
                 continue;
             }
@@ -160,6 +179,16 @@ impl Simulation {
                     f.tcp.dup_acks = 0;
                     f.tcp.recover = None;
                     f.snd.retx = None;
+                }
+                Transport::PFabric => {
+                    f.snd.timeouts_in_row += 1;
+                    if f.snd.timeouts_in_row >= probe_after {
+                        // Probe mode: the CC's reaction below sends the probe
+                        // (`after_cc` sends a requested probe alone when the
+                        // flow may not send data).
+                        f.snd.probing = true;
+                        f.ctl.probe_requested = true;
+                    }
                 }
                 // The fixed timeout stays; a credit flow resends below its grant.
                 Transport::GoBackN | Transport::Credit => {}
