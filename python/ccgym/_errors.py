@@ -18,4 +18,14 @@ except ImportError:  # the native module is not built
         """A bug in the simulator."""
 
 
-__all__ = ["InternalError", "ScenarioError"]
+class CorruptFileError(ValueError):
+    """A file ccgym wrote earlier (a training checkpoint or history) is damaged and nothing can
+    stand in for it; the message names the file and says what to do."""
+
+
+class CorruptFileWarning(UserWarning):
+    """A damaged file was skipped or repaired and the work goes on (a bench cache record is
+    run again, a torn last line of a training history is dropped); the message names it."""
+
+
+__all__ = ["CorruptFileError", "CorruptFileWarning", "InternalError", "ScenarioError"]
