@@ -28,4 +28,15 @@ class CorruptFileWarning(UserWarning):
     run again, a torn last line of a training history is dropped); the message names it."""
 
 
-__all__ = ["CorruptFileError", "CorruptFileWarning", "InternalError", "ScenarioError"]
+def not_utf8(what: str, error: UnicodeDecodeError) -> ScenarioError:
+    """The error for a text file that is not UTF-8: ``what`` names the file; the first bad byte
+    is given by line and column, as the TOML and JSON parsers give theirs."""
+    data = bytes(error.object)
+    line = data.count(b"\n", 0, error.start) + 1
+    column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+    return ScenarioError(
+        f"{what}: not UTF-8 text (byte 0x{data[error.start]:02x} at line {line}, column {column})"
+    )
+
+
+__all__ = ["CorruptFileError", "CorruptFileWarning", "InternalError", "ScenarioError", "not_utf8"]

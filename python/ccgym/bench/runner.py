@@ -33,6 +33,7 @@ killed outright (SIGKILL), see :func:`die_with_parent`.
 from __future__ import annotations
 
 import ctypes
+import difflib
 import hashlib
 import json
 import multiprocessing
@@ -49,7 +50,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ccgym._errors import CorruptFileWarning, ScenarioError
+from ccgym._errors import CorruptFileWarning, ScenarioError, not_utf8
 from ccgym.bench.series import compact_series, force_flow_series, save_series, series_path
 from ccgym.bench.tables import table_spec
 from ccgym.scenario import load_scenario
@@ -104,9 +105,17 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
             )
         path = bundled
     try:
-        suite = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
+        suite = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise not_utf8(str(path), e) from None
+    except OSError as e:
+        raise ScenarioError(f"cannot read suite file {path}: {e.strerror or e}") from e
+    except tomllib.TOMLDecodeError as e:  # the message ends with "(at line L, column C)"
         raise ScenarioError(f"{path}: invalid TOML: {e}") from e
+    _check_keys(suite, SUITE_KEYS, path, "the top level")
+    for i, sc in enumerate(suite.get("scenario") or []):
+        if isinstance(sc, dict):
+            _check_keys(sc, SCENARIO_KEYS, path, f"scenario[{i}]")
     suite.setdefault("name", path.stem)
     suite["path"] = str(path.resolve())
     seeds = suite.setdefault("seeds", [1])
@@ -135,6 +144,47 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
         if sc["scenario"].endswith(".toml") and local.is_file():
             sc["scenario"] = str(local.resolve())
     return suite
+
+
+SUITE_KEYS: dict[str, tuple[type, str]] = {
+    "name": (str, "a string"),
+    "description": (str, "a string"),
+    "seeds": (list, "a list of integers"),
+    "methods": (list, "a list of names"),
+    "optional_methods": (list, "a list of names"),
+    "overrides": (list, "a list of KEY=VALUE strings"),
+    "table": (str, "a string"),
+    "scenario": (list, "an array of tables, [[scenario]]"),
+}
+"""The keys of a suite file's top level, with their TOML types."""
+
+SCENARIO_KEYS: dict[str, tuple[type, str]] = {
+    "label": (str, "a string"),
+    "scenario": (str, "a string"),
+    "overrides": (list, "a list of KEY=VALUE strings"),
+    "published": (str, "a string"),
+}
+"""The keys of a suite's ``[[scenario]]`` tables, with their TOML types."""
+
+
+def _check_keys(
+    table: dict[str, Any], known: dict[str, tuple[type, str]], path: Path, where: str
+) -> None:
+    """Suite files are strict, as scenarios are: a key nobody reads is a mistake (a typo in
+    ``overrides`` would silently run the default protocol), and so is a value of another type
+    (``overrides = "duration=1ms"`` would be read character by character)."""
+    for key, value in table.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ScenarioError(
+                f"{path}: unknown key {key!r} in {where}{hint}; known keys: {', '.join(known)}"
+            )
+        kind, kind_name = known[key]
+        if not isinstance(value, kind):
+            raise ScenarioError(f"{path}: {key} in {where} must be {kind_name}, not {value!r}")
+        if key == "overrides" and not all(isinstance(o, str) for o in value):
+            raise ScenarioError(f"{path}: {key} in {where} must be {kind_name}, not {value!r}")
 
 
 def _available(method: str) -> bool:
