@@ -13,6 +13,7 @@ at the end whatever happens.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -143,33 +144,46 @@ def _endless_config() -> dict[str, object]:
     """PPO on a 2-to-1 incast: many updates, no kept checkpoint before the end; max_wall_s
     ends it if the interruption under test never comes."""
     return {
-        "train": {"seed": 3, "updates": 1_000_000, "episode": "2ms", "checkpoint_every": 0},
+        "train": {
+            "seed": 3,
+            "updates": 1_000_000,
+            "episode": "2ms",
+            "checkpoint_every": 0,
+            "max_wall_s": 60,
+        },
         "scenario": [{"name": "adpg-m2o-2", "overrides": ['workload[0].start=["0us", "20us"]']}],
         "ppo": {"rollout_length": 16, "rollouts_per_update": 2},
     }
 
 
-def _interrupt_after(run: Path, updates: int, signum: int, sent: list[int]) -> threading.Thread:
-    """A thread that sends ``signum`` to this process once ``updates`` lines are in the run's
-    history; SIGTERM only while the trainer handles it (the default would end pytest), SIGINT
-    otherwise; ``sent`` receives the signal sent."""
+@contextlib.contextmanager
+def _interrupt_after(run: Path, updates: int, signum: int) -> Iterator[list[int]]:
+    """Sends ``signum`` to this process, from a thread, once ``updates`` lines are in the run's
+    history (SIGTERM only if the trainer took it over, since the handler found here may end
+    pytest; SIGINT otherwise). Yields the list of signals sent; nothing is sent after the block
+    ends (training ended before it got there)."""
+    sent: list[int] = []
+    stop = threading.Event()
+    sigterm_before = signal.getsignal(signal.SIGTERM)
 
     def watch() -> None:
         hist = run / "history.jsonl"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        while not stop.wait(0.02):
             if hist.is_file() and len(hist.read_text().splitlines()) >= updates:
-                break
-            time.sleep(0.02)
-        sig = signum
-        if sig == signal.SIGTERM and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            sig = signal.SIGINT
-        sent.append(sig)
-        os.kill(os.getpid(), sig)
+                sig = signum
+                if sig == signal.SIGTERM and signal.getsignal(signal.SIGTERM) is sigterm_before:
+                    sig = signal.SIGINT
+                sent.append(sig)
+                os.kill(os.getpid(), sig)
+                return
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
-    return thread
+    try:
+        yield sent
+    finally:
+        stop.set()
+        thread.join(timeout=5)
 
 
 @pytest.fixture()
@@ -189,12 +203,10 @@ def test_training_checkpoints_on_interrupt(
     run = tmp_path / "run"
     config = tmp_path / "ppo.json"
     cfg = _endless_config()
-    cfg["train"]["max_wall_s"] = 60  # type: ignore[index]
     config.write_text(json.dumps(cfg))
-    sent: list[int] = []
-    thread = _interrupt_after(run, 2, signum, sent)
-    code = main(["train", "ppo", "--config", str(config), "--out", str(run)])
-    thread.join(timeout=5)
+    sigterm_before = signal.getsignal(signal.SIGTERM)  # Ray, if an earlier test started it
+    with _interrupt_after(run, 2, signum) as sent:
+        code = main(["train", "ppo", "--config", str(config), "--out", str(run)])
     assert sent == [signum], "the trainer did not take over SIGTERM"
     assert code == 130
     err = capsys.readouterr().err
@@ -203,7 +215,7 @@ def test_training_checkpoints_on_interrupt(
     done = len((run / "history.jsonl").read_text().splitlines())
     assert done >= 2
     assert torch.load(run / "checkpoint.pt", weights_only=False)["update"] == done
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handed back after training
+    assert signal.getsignal(signal.SIGTERM) is sigterm_before  # handed back after training
     # and the run goes on from there
     cfg["train"]["updates"] = done + 1  # type: ignore[index]
     assert ppo.train_from_config(cfg, run, resume=True, progress=False)["updates"] == done + 1
@@ -214,10 +226,9 @@ def test_interrupted_training_raises_training_interrupted(
 ) -> None:
     from ccgym.train.loop import TrainingInterrupted
 
-    sent: list[int] = []
-    _interrupt_after(tmp_path, 1, signal.SIGINT, sent)
-    with pytest.raises(TrainingInterrupted) as info:
-        ppo.train_from_config(_endless_config(), tmp_path, progress=False)
+    cfg = _endless_config()
+    with _interrupt_after(tmp_path, 1, signal.SIGINT), pytest.raises(TrainingInterrupted) as info:
+        ppo.train_from_config(cfg, tmp_path, progress=False)
     assert isinstance(info.value, KeyboardInterrupt)  # callers catching Ctrl-C still do
     assert info.value.checkpoint == tmp_path / "checkpoint.pt"
     assert info.value.update == len((tmp_path / "history.jsonl").read_text().splitlines())

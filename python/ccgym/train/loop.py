@@ -19,8 +19,8 @@ all of them:
   every ``train.checkpoint_every`` updates and at the end) with model, optimiser, learner
   state, counters, config and every RNG state, written atomically (a temporary file, synced,
   then renamed), and ``resume``;
-* interruption: Ctrl-C (and SIGTERM, when nothing else handles it) saves a checkpoint and
-  raises :class:`TrainingInterrupted`, whose message says how to resume;
+* interruption: Ctrl-C and SIGTERM save a checkpoint (after the update in progress) and raise
+  :class:`TrainingInterrupted`, whose message says how to resume;
 * damaged files on resume: a ``checkpoint.pt`` that cannot be loaded is replaced by the newest
   kept checkpoint that can (with a warning), a torn last line of ``history.jsonl`` is dropped
   (with a warning); anything else raises :class:`~ccgym.CorruptFileError` naming the file;
@@ -384,25 +384,27 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 @contextlib.contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
     """While training, SIGTERM (``kill PID``, a batch scheduler's stop) acts like Ctrl-C: the
-    loop saves a checkpoint and stops. Only in the main thread, and only when nobody else
-    handles SIGTERM."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
+    loop saves a checkpoint and stops. The previous handler is put back afterwards; a SIGTERM
+    ignored on purpose stays ignored. Only the main thread can handle signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_IGN or previous is None:  # None: not installed from Python
         yield
         return
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Holds Ctrl-C and SIGTERM back while a checkpoint is written, so that a second Ctrl-C
-    cannot cut the save short; one that came in is raised as KeyboardInterrupt after it."""
+    """Holds Ctrl-C and SIGTERM back during the block (an update, a checkpoint written), so
+    that it is never cut short; a signal that came in is raised again after it, to whatever
+    handled it before."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -420,8 +422,8 @@ def _signals_deferred() -> Iterator[None]:
     finally:
         for sig, handler in held.items():
             signal.signal(sig, handler)
-    if caught:
-        raise KeyboardInterrupt
+    for sig in dict.fromkeys(caught):
+        signal.raise_signal(sig)
 
 
 # --------------------------------------------------------------------------------------------
@@ -582,22 +584,25 @@ def train(
                         _log_episode(writer, episode, update + 1)
                 # ---- one update
                 t_update = time.perf_counter()
-                stats = learner.learn(traj, update + 1, rng)
-                update += 1
-                decisions += n_decisions
-                now = time.perf_counter()
-                stats.update(
-                    decisions=float(n_decisions),
-                    decisions_total=float(decisions),
-                    rollout_s=t_update - t_rollout,
-                    update_s=now - t_update,
-                    decisions_per_s=n_decisions / max(t_update - t_rollout, 1e-9),
-                    wall_s=wall(),
-                )
-                for k, v in stats.items():
-                    writer.add_scalar(f"train/{k}", v, update)
-                with open(hist_path, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"update": update, **stats}) + "\n")
+                # Applied whole or not at all: Ctrl-C waits for the end of the update, so that
+                # a checkpoint never holds half an optimiser step nor misses a history line.
+                with _signals_deferred():
+                    stats = learner.learn(traj, update + 1, rng)
+                    update += 1
+                    decisions += n_decisions
+                    now = time.perf_counter()
+                    stats.update(
+                        decisions=float(n_decisions),
+                        decisions_total=float(decisions),
+                        rollout_s=t_update - t_rollout,
+                        update_s=now - t_update,
+                        decisions_per_s=n_decisions / max(t_update - t_rollout, 1e-9),
+                        wall_s=wall(),
+                    )
+                    for k, v in stats.items():
+                        writer.add_scalar(f"train/{k}", v, update)
+                    with open(hist_path, "a", encoding="utf-8") as f:
+                        f.write(json.dumps({"update": update, **stats}) + "\n")
                 info = "  ".join(f"{k} {stats[k]:.3g}" for k in learner.progress_keys if k in stats)
                 bar.update(task, completed=update, info=f"decisions {decisions:,}  {info}")
                 if max_wall > 0 and wall() >= max_wall:
