@@ -181,6 +181,16 @@ def test_truncated_checkpoint_falls_back_to_the_newest_good_one(
     assert loop.read_checkpoint(latest)["update"] == 2
 
 
+def test_missing_latest_checkpoint_resumes_from_the_newest_kept_one(
+    trained: Path, tmp_path: Path
+) -> None:
+    run = _copy_run(trained, tmp_path)
+    (run / "checkpoint.pt").unlink()
+    with pytest.warns(ccgym.CorruptFileWarning, match=r"checkpoint\.pt is missing.*ckpt-u00002"):
+        result = ppo.train_from_config(_config(3), run, resume=True, progress=False)
+    assert result["updates"] == 3 and _history(run) == [1, 2, 3]
+
+
 def test_no_good_checkpoint_is_a_clear_error(trained: Path, tmp_path: Path) -> None:
     run = _copy_run(trained, tmp_path)
     for path in [run / "checkpoint.pt", *(run / "checkpoints").glob("*.pt")]:
