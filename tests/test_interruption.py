@@ -133,6 +133,53 @@ def test_ctrl_c_stops_bench_at_once(bench: tuple[subprocess.Popen[bytes], list[i
     assert not any(_running(w) for w in workers)
 
 
+ORPHAN = """
+import os, sys, time
+from ccgym.bench import runner
+
+parent = os.getpid()
+child = os.fork()
+if child == 0:
+    if sys.argv[1] == "poll":  # the fallback where prctl is missing (macOS, BSD)
+        sys.platform = "darwin"
+    runner.die_with_parent(parent)
+    print(os.getpid(), flush=True)
+    time.sleep(60)
+    os._exit(0)
+sys.stdin.readline()  # the test says when the parent is to end
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("mode", ["pdeathsig", "poll"])
+def test_die_with_parent(mode: str, tmp_path: Path) -> None:
+    """A process that called die_with_parent ends soon after its parent is gone, with the
+    kernel's death signal and with the polling fallback."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "python")}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ORPHAN, mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        child = int(proc.stdout.readline())
+        assert _running(child)
+        proc.stdin.write("exit\n")
+        proc.stdin.flush()
+        proc.wait(timeout=10)
+        assert _wait_until(lambda: not _running(child), 5.0), f"{mode}: {child} outlived its parent"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
 # --------------------------------------------------------------------------- training
 
 torch = pytest.importorskip("torch")
