@@ -13,7 +13,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from ccgym._errors import ScenarioError
+from ccgym._errors import CorruptFileError, CorruptFileWarning, ScenarioError
 from ccgym.runner import LargeRunWarning, estimate, run
 from ccgym.scenario import bundled_scenarios, bundled_workloads, load_scenario
 
@@ -26,6 +26,8 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "CorruptFileError",
+    "CorruptFileWarning",
     "LargeRunWarning",
     "Result",
     "ScenarioError",

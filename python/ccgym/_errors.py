@@ -18,4 +18,25 @@ except ImportError:  # the native module is not built
         """A bug in the simulator."""
 
 
-__all__ = ["InternalError", "ScenarioError"]
+class CorruptFileError(ValueError):
+    """A file ccgym wrote earlier (a training checkpoint or history) is damaged and nothing can
+    stand in for it; the message names the file and says what to do."""
+
+
+class CorruptFileWarning(UserWarning):
+    """A damaged file was skipped or repaired and the work goes on (a bench cache record is
+    run again, a torn last line of a training history is dropped); the message names it."""
+
+
+def not_utf8(what: str, error: UnicodeDecodeError) -> ScenarioError:
+    """The error for a text file that is not UTF-8: ``what`` names the file; the first bad byte
+    is given by line and column, as the TOML and JSON parsers give theirs."""
+    data = bytes(error.object)
+    line = data.count(b"\n", 0, error.start) + 1
+    column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+    return ScenarioError(
+        f"{what}: not UTF-8 text (byte 0x{data[error.start]:02x} at line {line}, column {column})"
+    )
+
+
+__all__ = ["CorruptFileError", "CorruptFileWarning", "InternalError", "ScenarioError", "not_utf8"]

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ccgym._errors import ScenarioError
+from ccgym._errors import ScenarioError, not_utf8
 
 FORMAT = "ccgym-mlp"
 """The ``format`` field of a native policy file."""
@@ -148,6 +148,9 @@ def validate_policy(policy: Mapping[str, Any]) -> None:
     layers = policy.get("layers")
     if not isinstance(layers, list) or not layers:
         raise ValueError("the policy has no layers")
+    for i, la in enumerate(layers):
+        if not isinstance(la, Mapping) or "weight" not in la:
+            raise ValueError(f"layer {i}: not an object with a weight matrix")
     mlp_policy(
         [(la["weight"], la.get("bias"), la.get("activation", "none")) for la in layers],
         policy.get("output", "none"),
@@ -548,10 +551,24 @@ def load_policy(spec: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, A
     """Load a policy dict from a name, a path, or return a copy of a dict."""
     if isinstance(spec, Mapping):
         policy = copy.deepcopy(dict(spec))
-    else:
-        path = policy_path(spec)
+        validate_policy(policy)
+        return policy
+    path = policy_path(spec)
+    try:
         policy = json.loads(path.read_text(encoding="utf-8"))
-    validate_policy(policy)
+    except UnicodeDecodeError as e:
+        raise not_utf8(f"policy file {path}", e) from None
+    except json.JSONDecodeError as e:
+        raise ScenarioError(
+            f"policy file {path}: invalid JSON: {e.msg} (at line {e.lineno}, column {e.colno})"
+        ) from None
+    try:
+        if not isinstance(policy, dict):
+            raise ValueError(f"holds a JSON {type(policy).__name__}, not an object")
+        validate_policy(policy)
+    except (ValueError, TypeError, KeyError) as e:  # the structure, checked by validate_policy
+        what = f"missing {e}" if isinstance(e, KeyError) else str(e)
+        raise ScenarioError(f"policy file {path}: {what}") from None
     return policy
 
 

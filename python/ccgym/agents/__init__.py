@@ -45,13 +45,13 @@ def trainer(name: str) -> ModuleType:
 
 
 def checkpoint_algorithm(path: str | os.PathLike[str]) -> str:
-    """The ``"algorithm"`` recorded in a training checkpoint (loads it with torch)."""
-    import torch
+    """The ``"algorithm"`` recorded in a training checkpoint (loads it with torch); a damaged
+    file or one that is not a checkpoint raises :class:`~ccgym.CorruptFileError` naming it."""
+    from ccgym.train.loop import read_checkpoint
 
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    alg = ckpt.get("algorithm") if isinstance(ckpt, dict) else None
+    alg = read_checkpoint(path)["algorithm"]
     if not isinstance(alg, str):
-        raise ValueError(f"{path}: not a ccgym training checkpoint (no 'algorithm' entry)")
+        raise ValueError(f"{path}: not a ccgym training checkpoint (algorithm {alg!r})")
     return alg
 
 

@@ -85,7 +85,7 @@ def cached_records(
     records: list[dict[str, Any]] = []
     missing = 0
     for job in suite_jobs(dict(suite)):
-        rec = _load_cached(run_dir / f"{job.key}.json")
+        rec = _load_cached(run_dir / f"{job.key}.json", job.key)
         if rec is None:
             missing += 1
             continue

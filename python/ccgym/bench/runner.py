@@ -22,15 +22,27 @@ after overrides, the method (and the policy file's contents), the seed, the ccgy
 the native module file (and, for long-short tables, the scores' version), so a rerun only does
 the runs that are missing. Runs go to a process pool, or to Ray tasks (``ray=ADDRESS``,
 :mod:`ccgym.bench.ray_runner`), with the same cache.
+
+A cache record that cannot be read or has the wrong shape is named in a
+:class:`~ccgym.CorruptFileWarning` and its run done again. Ctrl-C stops a bench at once: the
+pool's workers ignore SIGINT and the parent kills them; finished runs stay cached, so the next
+``ccgym bench`` goes on where this one stopped. The workers also die with the parent when it is
+killed outright (SIGKILL), see :func:`die_with_parent`.
 """
 
 from __future__ import annotations
 
+import ctypes
+import difflib
 import hashlib
 import json
+import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -38,7 +50,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ccgym._errors import ScenarioError
+from ccgym._errors import CorruptFileWarning, ScenarioError, not_utf8
 from ccgym.bench.series import compact_series, force_flow_series, save_series, series_path
 from ccgym.bench.tables import table_spec
 from ccgym.scenario import load_scenario
@@ -93,9 +105,17 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
             )
         path = bundled
     try:
-        suite = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
+        suite = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise not_utf8(str(path), e) from None
+    except OSError as e:
+        raise ScenarioError(f"cannot read suite file {path}: {e.strerror or e}") from e
+    except tomllib.TOMLDecodeError as e:  # the message ends with "(at line L, column C)"
         raise ScenarioError(f"{path}: invalid TOML: {e}") from e
+    _check_keys(suite, SUITE_KEYS, path, "the top level")
+    for i, sc in enumerate(suite.get("scenario") or []):
+        if isinstance(sc, dict):
+            _check_keys(sc, SCENARIO_KEYS, path, f"scenario[{i}]")
     suite.setdefault("name", path.stem)
     suite["path"] = str(path.resolve())
     seeds = suite.setdefault("seeds", [1])
@@ -124,6 +144,47 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
         if sc["scenario"].endswith(".toml") and local.is_file():
             sc["scenario"] = str(local.resolve())
     return suite
+
+
+SUITE_KEYS: dict[str, tuple[type, str]] = {
+    "name": (str, "a string"),
+    "description": (str, "a string"),
+    "seeds": (list, "a list of integers"),
+    "methods": (list, "a list of names"),
+    "optional_methods": (list, "a list of names"),
+    "overrides": (list, "a list of KEY=VALUE strings"),
+    "table": (str, "a string"),
+    "scenario": (list, "an array of tables, [[scenario]]"),
+}
+"""The keys of a suite file's top level, with their TOML types."""
+
+SCENARIO_KEYS: dict[str, tuple[type, str]] = {
+    "label": (str, "a string"),
+    "scenario": (str, "a string"),
+    "overrides": (list, "a list of KEY=VALUE strings"),
+    "published": (str, "a string"),
+}
+"""The keys of a suite's ``[[scenario]]`` tables, with their TOML types."""
+
+
+def _check_keys(
+    table: dict[str, Any], known: dict[str, tuple[type, str]], path: Path, where: str
+) -> None:
+    """Suite files are strict, as scenarios are: a key nobody reads is a mistake (a typo in
+    ``overrides`` would silently run the default protocol), and so is a value of another type
+    (``overrides = "duration=1ms"`` would be read character by character)."""
+    for key, value in table.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ScenarioError(
+                f"{path}: unknown key {key!r} in {where}{hint}; known keys: {', '.join(known)}"
+            )
+        kind, kind_name = known[key]
+        if not isinstance(value, kind):
+            raise ScenarioError(f"{path}: {key} in {where} must be {kind_name}, not {value!r}")
+        if key == "overrides" and not all(isinstance(o, str) for o in value):
+            raise ScenarioError(f"{path}: {key} in {where} must be {kind_name}, not {value!r}")
 
 
 def _available(method: str) -> bool:
@@ -248,18 +309,142 @@ def _record(job: Job, out: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _load_cached(path: Path) -> dict[str, Any] | None:
+_RECORD_FIELDS: dict[str, tuple[type, str]] = {
+    "key": (str, "a string"),
+    "scenario": (str, "a string"),
+    "overrides": (list, "a list"),
+    "method": (str, "a string"),
+    "seed": (int, "an integer"),
+    "metrics": (dict, "an object"),
+    "summary": (dict, "an object"),
+}
+"""The fields of a cache record that the tables and the report read, with their JSON types."""
+
+
+def _record_problem(rec: Any, key: str | None) -> str | None:
+    """What is wrong with a cache record read back from disk, or None if it has the shape
+    :func:`_record` gives it."""
+    if not isinstance(rec, dict):
+        return f"a JSON {type(rec).__name__}, not an object"
+    for name, (kind, kind_name) in _RECORD_FIELDS.items():
+        value = rec.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"{name!r} is missing or not {kind_name}"
+    if key is not None and rec["key"] != key:
+        return f"it is the record of run {rec['key']}, not of {key}"
+    if not all(isinstance(o, str) for o in rec["overrides"]):
+        return "'overrides' is not a list of strings"
+    for name, value in rec["metrics"].items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return f"metric {name!r} is {value!r}, not a number or null"
+    return None
+
+
+def _load_cached(path: Path, key: str | None = None) -> dict[str, Any] | None:
+    """The cache record at ``path``, or None when there is none to use.
+
+    A missing file is the normal case of a run not done yet. A record that cannot be read or
+    has the wrong shape (a disk error, an edit, another version's format) is not trusted: a
+    :class:`~ccgym.CorruptFileWarning` names the file, and the run is done again, which
+    replaces it.
+    """
     try:
-        rec = json.loads(path.read_text())
-    except (OSError, ValueError):
+        text = path.read_bytes()
+    except FileNotFoundError:
         return None
-    return rec if isinstance(rec, dict) and "metrics" in rec else None
+    except OSError as e:
+        problem = f"cannot be read ({e.strerror or e})"
+    else:
+        try:
+            rec = json.loads(text)
+        except ValueError as e:  # UnicodeDecodeError and JSONDecodeError
+            problem = f"is not valid JSON ({e})"
+        else:
+            reason = _record_problem(rec, key)
+            if reason is None:
+                return rec
+            problem = f"is not a bench record: {reason}"
+    warnings.warn(
+        f"bench cache {path} {problem}; ignored, the run is done again",
+        CorruptFileWarning,
+        stacklevel=2,
+    )
+    return None
 
 
 def _save(path: Path, rec: dict[str, Any]) -> None:
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(rec, indent=1, default=str))
     tmp.replace(path)  # atomic: an interrupted run never leaves a half-written cache entry
+
+
+PR_SET_PDEATHSIG = 1
+"""Linux ``prctl`` option: the signal this process gets when its parent dies."""
+PARENT_POLL_S = 0.5
+"""Where ``PR_SET_PDEATHSIG`` is missing, how often a worker checks that its parent lives."""
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Makes this process (a pool worker) end when process ``parent_pid``, its parent, ends,
+    however it ends: a parent killed by SIGKILL runs no cleanup, and its workers, blocked on a
+    queue that nobody will write to again, would otherwise live for good.
+
+    On Linux the kernel sends SIGKILL on the parent's death (``PR_SET_PDEATHSIG``); elsewhere a
+    daemon thread polls the parent pid every :data:`PARENT_POLL_S` seconds.
+    """
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):  # no libc prctl: fall back to polling
+            armed = False
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(1)
+    if armed:
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ccgym-parent-watch", daemon=True).start()
+
+
+def _pool_worker_init(parent_pid: int) -> None:
+    """First thing a bench pool worker runs."""
+    # Ctrl-C is the parent's to act on (it stops the whole pool at once, see _stop_pool). A
+    # worker that took it too would report it as the failure of its current run only, and go
+    # on with the next run while the parent waits for it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent_pid)
+
+
+def _process_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool whose workers ignore Ctrl-C and die with this process."""
+    # fork where the kernel can tie a worker's life to its parent: the worker's parent is then
+    # this process (with forkserver it would be the server), and the workers start at once.
+    method = "fork" if sys.platform.startswith("linux") else None
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_pool_worker_init,
+        initargs=(os.getpid(),),
+    )
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stops ``pool`` now: queued runs are cancelled and the running ones killed (their results
+    would be lost anyway; nothing of theirs is in the cache, which only this process writes)."""
+    # The executor has no public handle on its processes; without the kill, shutdown would
+    # wait for every running simulation to end.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in processes:
+        proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        proc.join(timeout=2.0)
 
 
 def progress_bar(title: str, total: int) -> Callable[[str | None], None]:
@@ -322,7 +507,7 @@ def run_suite(
     for job in all_jobs:
         if job.key in records:
             continue
-        cached = _load_cached(run_dir / f"{job.key}.json")
+        cached = _load_cached(run_dir / f"{job.key}.json", job.key)
         if cached is not None:
             records[job.key] = cached
             stats.cached += 1
@@ -355,7 +540,8 @@ def run_suite(
             for job in todo:
                 finish(job, run_job(*_job_args(job)))
         else:
-            with ProcessPoolExecutor(max_workers=n_workers) as pool:
+            pool = _process_pool(n_workers)
+            try:
                 pending: dict[Future[dict[str, Any]], Job] = {
                     pool.submit(run_job, *_job_args(j)): j for j in todo
                 }
@@ -363,6 +549,10 @@ def run_suite(
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in done:
                         finish(pending.pop(fut), fut.result())
+            except BaseException:  # Ctrl-C or a failed run: stop at once, not after the queue
+                _stop_pool(pool)
+                raise
+            pool.shutdown()
     finally:
         if step is not None:
             step(None)

@@ -14,12 +14,14 @@ when they run, so ``ccgym run``, ``ccgym perf`` and ``ccgym bench`` never import
 from __future__ import annotations
 
 import argparse
+import warnings
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from rich.console import Console
 from rich.text import Text
 
-from ccgym._errors import InternalError, ScenarioError
+from ccgym._errors import CorruptFileError, CorruptFileWarning, InternalError, ScenarioError
 from ccgym.cli import bench, learning, perf, run
 from ccgym.cli.common import summary_table
 from ccgym.perf import PerfError
@@ -53,18 +55,51 @@ def _error(message: str) -> None:
     Console(stderr=True, highlight=False, soft_wrap=True).print(Text(line, style="red"))
 
 
+ShowWarning = Callable[[Warning | str, type[Warning], str, int, TextIO | None, str | None], None]
+
+
+def _one_line_warnings(fallback: ShowWarning) -> ShowWarning:
+    """A ``warnings.showwarning`` for the command line: ccgym's own warnings (a damaged file
+    skipped or repaired) as one yellow ``warning: ...`` line, others through ``fallback``."""
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if not issubclass(category, CorruptFileWarning):
+            fallback(message, category, filename, lineno, file, line)
+            return
+        text = " ".join(part.strip() for part in str(message).strip().splitlines())
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            Text(f"warning: {text}", style="yellow")
+        )
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ccgym`` command line; returns the exit status."""
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", CorruptFileWarning)
+        warnings.showwarning = _one_line_warnings(warnings.showwarning)
+        return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     if getattr(args, "debug", False):
         return func(args)
     try:
         return func(args)
-    except KeyboardInterrupt:
-        _error("error: interrupted")
+    except KeyboardInterrupt as e:  # with a message when work was saved (ccgym train)
+        _error(f"error: {e}" if str(e) else "error: interrupted")
         return 130
-    except (ScenarioError, OSError) as e:
+    except (ScenarioError, CorruptFileError, OSError) as e:
         _error(f"error: {e}")
         return EXIT_USER_ERROR
     except (ImportError, PerfError) as e:

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ccgym.cli.common import positive_int, stdout
+from ccgym.cli.common import path_arg, positive_int, stdout
 
 
 def register(sub: Any, debug: argparse.ArgumentParser) -> None:
@@ -18,6 +18,7 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--suite",
         required=True,
+        type=path_arg,
         metavar="NAME|FILE",
         help="bundled suite (quick, adpg-many-to-one, adpg-all-to-all, adpg-long-short) "
         "or a suite TOML file",
@@ -26,7 +27,10 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         "--jobs", type=positive_int, metavar="N", help="parallel runs (default: CPU count)"
     )
     p.add_argument(
-        "--out", metavar="DIR", help="results, cache and tables (default results/bench/SUITE)"
+        "--out",
+        type=path_arg,
+        metavar="DIR",
+        help="results, cache and tables (default results/bench/SUITE)",
     )
     p.add_argument("--no-report", action="store_true", help="do not write DIR/report.html")
     p.add_argument(

@@ -161,3 +161,11 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def path_arg(text: str) -> str:
+    """argparse type: a file or folder path; an empty one is refused (``--out ''`` would write
+    into the current directory, ``--config ''`` read the defaults, without a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return text

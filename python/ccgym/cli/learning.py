@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ccgym._errors import ScenarioError
-from ccgym.cli.common import QUEUE_LAT, get, num, nums, pct, stdout, summary_table
+from ccgym.cli.common import QUEUE_LAT, get, num, nums, path_arg, pct, stdout, summary_table
 
 
 def register(sub: Any, debug: argparse.ArgumentParser) -> None:
@@ -21,8 +21,8 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         "train", parents=[debug], help="train a learned CC (needs the training extras: torch)"
     )
     p.add_argument("name", help="trainer: a module of ccgym.agents, e.g. adpg")
-    p.add_argument("--config", metavar="FILE", help="training config (TOML)")
-    p.add_argument("--out", metavar="DIR", help="run folder (default: runs/NAME)")
+    p.add_argument("--config", type=path_arg, metavar="FILE", help="training config (TOML)")
+    p.add_argument("--out", type=path_arg, metavar="DIR", help="run folder (default: runs/NAME)")
     p.add_argument(
         "--resume", action="store_true", help="continue from the run folder's checkpoint.pt"
     )
@@ -31,11 +31,16 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "export", parents=[debug], help="write a training checkpoint as a native policy (JSON)"
     )
-    p.add_argument("checkpoint", help="checkpoint file (.pt) written by `ccgym train`")
-    p.add_argument("--out", required=True, metavar="FILE.json", help="policy file to write")
+    p.add_argument(
+        "checkpoint", type=path_arg, help="checkpoint file (.pt) written by `ccgym train`"
+    )
+    p.add_argument(
+        "--out", required=True, type=path_arg, metavar="FILE.json", help="policy file to write"
+    )
     p.add_argument(
         "--calibrate",
         action="append",
+        type=path_arg,
         metavar="SCENARIO",
         help="record observations on this scenario (repeatable) for int8 calibration",
     )
@@ -50,8 +55,12 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "eval", parents=[debug], help="run scenarios with a native policy (no torch needed)"
     )
-    p.add_argument("policy", help="policy file, or bundled name (adpg-default, rlcc-public)")
-    p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="TOML file or bundled name")
+    p.add_argument(
+        "policy", type=path_arg, help="policy file, or bundled name (adpg-default, rlcc-public)"
+    )
+    p.add_argument(
+        "scenarios", nargs="+", type=path_arg, metavar="SCENARIO", help="TOML file or bundled name"
+    )
     p.add_argument("--precision", choices=["float32", "int8"], default="float32")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario value")
     p.add_argument("--seed", type=int, metavar="N", help="shorthand for --set seed=N")
@@ -61,7 +70,7 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         metavar="CC",
         help="also run each scenario with this classic CC, e.g. dcqcn (repeatable)",
     )
-    p.add_argument("--out", metavar="DIR", help="save every run's results under DIR")
+    p.add_argument("--out", type=path_arg, metavar="DIR", help="save every run's results under DIR")
     p.add_argument("--quiet", action="store_true", help="only the final comparison table")
     p.set_defaults(func=cmd_eval)
 

@@ -8,14 +8,18 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ccgym.cli.common import stdout, summary_table
+from ccgym.cli.common import path_arg, stdout, summary_table
 
 
 def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     """Adds ``run`` and ``list``."""
     p = sub.add_parser("run", parents=[debug], help="run a scenario and print its summary")
-    p.add_argument("scenario", help="TOML file or bundled scenario name (see `ccgym list`)")
-    p.add_argument("--out", metavar="DIR", help="save summary, scenario and Parquet series here")
+    p.add_argument(
+        "scenario", type=path_arg, help="TOML file or bundled scenario name (see `ccgym list`)"
+    )
+    p.add_argument(
+        "--out", type=path_arg, metavar="DIR", help="save summary, scenario and Parquet series here"
+    )
     p.add_argument(
         "--set",
         action="append",

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ccgym._errors import ScenarioError, not_utf8
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
@@ -50,6 +52,8 @@ def read_config(source: ConfigSource) -> dict[str, Any]:
 
     Raises:
         FileNotFoundError: neither a file nor a bundled config of that name.
+        ScenarioError: the file is not valid TOML (JSON) or not a table; the message names the
+            file, and the line and column where the parser gives them.
     """
     if isinstance(source, Mapping):
         return copy.deepcopy(dict(source))
@@ -59,10 +63,25 @@ def read_config(source: ConfigSource) -> dict[str, Any]:
         if "/" in str(source) or not bundled.is_file():
             raise FileNotFoundError(f"training config not found: {source}")
         path = bundled
-    if path.suffix == ".json":
-        return json.loads(path.read_text(encoding="utf-8"))
-    with open(path, "rb") as f:
-        return tomllib.load(f)
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json":
+            config = json.loads(text)
+        else:
+            config = tomllib.loads(text)
+    except UnicodeDecodeError as e:
+        raise not_utf8(f"training config {path}", e) from None
+    except json.JSONDecodeError as e:
+        raise ScenarioError(
+            f"training config {path}: invalid JSON: {e.msg} (at line {e.lineno}, column {e.colno})"
+        ) from None
+    except tomllib.TOMLDecodeError as e:  # the message ends with "(at line L, column C)"
+        raise ScenarioError(f"training config {path}: invalid TOML: {e}") from None
+    if not isinstance(config, dict):
+        raise ScenarioError(
+            f"training config {path}: holds a {type(config).__name__}, not a table of tables"
+        )
+    return config
 
 
 def load_config(config: ConfigSource | None, defaults: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,19 +16,30 @@ all of them:
   training episode), ``history.jsonl`` (the ``train/*`` values, one line per update), a
   progress bar when stderr is a terminal;
 * checkpoints (``checkpoint.pt``, the latest, and ``checkpoints/ckpt-u<update>-d<decisions>.pt``
-  every ``train.checkpoint_every`` updates and at the end; Ctrl-C saves one too) with model,
-  optimiser, learner state, counters, config and every RNG state, and ``resume``;
+  every ``train.checkpoint_every`` updates and at the end) with model, optimiser, learner
+  state, counters, config and every RNG state, written atomically (a temporary file, synced,
+  then renamed), and ``resume``;
+* interruption: Ctrl-C and SIGTERM save a checkpoint (after the update in progress) and raise
+  :class:`TrainingInterrupted`, whose message says how to resume;
+* damaged files on resume: a ``checkpoint.pt`` that cannot be loaded is replaced by the newest
+  kept checkpoint that can (with a warning), a torn last line of ``history.jsonl`` is dropped
+  (with a warning); anything else raises :class:`~ccgym.CorruptFileError` naming the file;
 * ``policy.json``, the trained policy as a native file, at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import random
+import re
+import signal
+import threading
 import time
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +48,7 @@ import torch
 from torch import nn
 
 from ccgym import policies
+from ccgym._errors import CorruptFileError, CorruptFileWarning
 from ccgym.train.config import ConfigSource, load_config
 from ccgym.train.networks import policy_step
 from ccgym.train.rollout import (
@@ -51,8 +63,10 @@ from ccgym.train.trajectories import AgentTrajectories, PolicyOutput, RolloutSet
 __all__ = [
     "Learner",
     "MakeLearner",
+    "TrainingInterrupted",
     "export_checkpoint",
     "load_learner",
+    "read_checkpoint",
     "rng_state",
     "seed_everything",
     "set_rng_state",
@@ -169,18 +183,110 @@ def set_rng_state(state: Mapping[str, Any], rng: np.random.Generator) -> None:
     torch.set_rng_state(state["torch"])
 
 
+CHECKPOINT_KEYS = (
+    "algorithm",
+    "update",
+    "decisions",
+    "episodes",
+    "wall_s",
+    "model",
+    "optimizer",
+    "extra",
+    "rng",
+    "config",
+    "obs_dim",
+)
+"""What a checkpoint written by :func:`train` holds."""
+
+TAGGED_CHECKPOINT = re.compile(r"ckpt-u(\d+)-d(\d+)\.pt")
+"""The name of a kept checkpoint, ``checkpoints/ckpt-u<update>-d<decisions>.pt``."""
+
+
+def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A checkpoint written by :func:`train`, as a dict.
+
+    Raises:
+        FileNotFoundError: there is no such file.
+        CorruptFileError: the file cannot be loaded (truncated, overwritten, not written by
+            torch) or lacks what a checkpoint holds; the message names it.
+    """
+    path = Path(path)
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    except FileNotFoundError:
+        raise
+    except Exception as e:  # a damaged file fails anywhere in torch's zip and pickle readers
+        reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        raise CorruptFileError(
+            f"checkpoint {path} is damaged and cannot be loaded ({reason})"
+        ) from e
+    missing = [k for k in CHECKPOINT_KEYS if k not in ckpt] if isinstance(ckpt, dict) else None
+    if missing is None or missing:
+        what = f"lacks {', '.join(missing)}" if missing else f"holds a {type(ckpt).__name__}"
+        raise CorruptFileError(f"{path} is not a ccgym training checkpoint (it {what})")
+    return ckpt
+
+
 def _load(path: Path, name: str, what: str) -> dict[str, Any]:
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    alg = ckpt.get("algorithm") if isinstance(ckpt, dict) else None
-    if alg != name:
-        raise ValueError(f"{what}: {path} is a {alg} checkpoint, not {name}")
+    ckpt = read_checkpoint(path)
+    if ckpt["algorithm"] != name:
+        raise ValueError(f"{what}: {path} is a {ckpt['algorithm']} checkpoint, not {name}")
     return ckpt
 
 
 def _save(path: Path, state: Mapping[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(dict(state), tmp)
-    os.replace(tmp, path)
+    # A checkpoint is complete on disk before it replaces the previous one: written to a
+    # temporary file, flushed to the device, then renamed, so an interruption (Ctrl-C, a kill,
+    # a power cut) leaves the old checkpoint or the new one, never a truncated file.
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(dict(state), f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _tagged_checkpoints(out: Path) -> list[Path]:
+    """The kept checkpoints of a run folder, newest (highest update) first."""
+    found = []
+    for p in (out / "checkpoints").glob("ckpt-u*-d*.pt"):
+        m = TAGGED_CHECKPOINT.fullmatch(p.name)
+        if m:
+            found.append(((int(m.group(1)), int(m.group(2))), p))
+    return [p for _, p in sorted(found, reverse=True)]
+
+
+def _resume_checkpoint(out: Path, name: str) -> dict[str, Any]:
+    """The newest good checkpoint of run folder ``out``: ``checkpoint.pt``, or, when that one
+    is missing or damaged, the newest loadable ``checkpoints/ckpt-*.pt`` (with a warning)."""
+    latest = out / "checkpoint.pt"
+    damaged: dict[Path, str] = {}
+    for path in [latest, *_tagged_checkpoints(out)]:
+        if not path.is_file():
+            continue
+        try:
+            ckpt = _load(path, name, "resume")
+        except CorruptFileError as e:
+            damaged[path] = str(e)
+            continue
+        if path != latest:
+            why = damaged.pop(latest, f"{latest} is missing")
+            also = f" ({len(damaged)} newer kept ones are damaged too)" if damaged else ""
+            warnings.warn(
+                f"{why}; resuming from {path} (update {ckpt['update']}) instead{also}",
+                CorruptFileWarning,
+                stacklevel=3,
+            )
+        return ckpt
+    if not damaged:
+        raise FileNotFoundError(f"resume: no checkpoint at {latest}")
+    raise CorruptFileError(
+        f"resume: no usable checkpoint in {out}: {'; '.join(damaged.values())}; "
+        "start the run again without --resume"
+    )
 
 
 def load_learner(
@@ -209,6 +315,115 @@ def export_checkpoint(
     if calibration_obs is not None:
         policy = policies.with_calibration(policy, calibration_obs, percentile)
     return policy
+
+
+def _trim_history(path: Path, update: int) -> None:
+    """Keeps the lines of ``history.jsonl`` up to update ``update`` (those after it are redone).
+
+    Training appends one line per update, so an interruption can only cut the last line short:
+    such a line is dropped with a warning. Any other line that is not a record is corruption
+    this function cannot repair: :class:`CorruptFileError` names the file and the line.
+    """
+    lines = path.read_bytes().split(b"\n")
+    last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+    kept = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            u = rec["update"]
+            if not isinstance(u, int) or isinstance(u, bool):
+                raise TypeError(f"update is {u!r}")
+        except (ValueError, KeyError, TypeError) as e:
+            reason = f"{type(e).__name__}: {e}"
+            if i == last:
+                warnings.warn(
+                    f"{path}: the last line ({i + 1}) is cut short, as an interrupted write "
+                    f"leaves it ({reason}): dropped",
+                    CorruptFileWarning,
+                    stacklevel=3,
+                )
+                continue
+            raise CorruptFileError(
+                f"{path}: line {i + 1} is not a history record ({reason}); delete or repair "
+                "that line and resume again"
+            ) from None
+        if u <= update:
+            kept.append(line.decode("utf-8") + "\n")
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.write_text("".join(kept), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------------------------
+# Interruption
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped on Ctrl-C (SIGINT) or SIGTERM after saving a checkpoint.
+
+    Attributes:
+        checkpoint: the checkpoint saved (``out_dir/checkpoint.pt``).
+        update: the number of updates it holds.
+    """
+
+    def __init__(self, name: str, checkpoint: Path, update: int) -> None:
+        super().__init__(
+            f"training interrupted: update {update} saved in {checkpoint}; continue with "
+            f"`ccgym train {name} --out {checkpoint.parent} --resume`"
+        )
+        self.checkpoint = checkpoint
+        self.update = update
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While training, SIGTERM (``kill PID``, a batch scheduler's stop) acts like Ctrl-C: the
+    loop saves a checkpoint and stops. The previous handler is put back afterwards; a SIGTERM
+    ignored on purpose stays ignored. Only the main thread can handle signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_IGN or previous is None:  # None: not installed from Python
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Holds Ctrl-C and SIGTERM back during the block (an update, a checkpoint written), so
+    that it is never cut short; a signal that came in is raised again after it, to whatever
+    handled it before."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        caught.append(signum)
+
+    held = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) not in (signal.SIG_IGN, None):
+            held[sig] = signal.signal(sig, hold)
+    try:
+        yield
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+    for sig in dict.fromkeys(caught):
+        signal.raise_signal(sig)
 
 
 # --------------------------------------------------------------------------------------------
@@ -271,7 +486,8 @@ def train(
             ``defaults``; on resume merged over the checkpoint's config instead (None: the
             checkpoint's config as it is).
         out_dir: the run folder (see the module docstring for what it receives).
-        resume: continue from ``out_dir/checkpoint.pt``: model, optimiser, learner state,
+        resume: continue from ``out_dir/checkpoint.pt`` (if it is damaged or missing, from
+            the newest good ``checkpoints/ckpt-*.pt``): model, optimiser, learner state,
             update and decision counters, every RNG state. The simulations in flight are not
             saved: they restart with seeds drawn from the restored generator, and partial
             per-agent trajectories are lost.
@@ -281,6 +497,11 @@ def train(
     Returns:
         ``algorithm``, ``updates``, ``decisions``, ``episodes``, ``wall_s``, the ``stats`` of
         the last update and the paths written (``checkpoint``, ``policy`` when exported).
+
+    Raises:
+        TrainingInterrupted: Ctrl-C or SIGTERM, after the checkpoint was saved.
+        CorruptFileError: on resume, no checkpoint can be loaded, or ``history.jsonl`` is
+            damaged before its last line.
     """
     from torch.utils.tensorboard import SummaryWriter
 
@@ -288,9 +509,7 @@ def train(
     ckpt_path = out / "checkpoint.pt"
     ckpt: dict[str, Any] | None = None
     if resume:
-        if not ckpt_path.is_file():
-            raise FileNotFoundError(f"resume: no checkpoint at {ckpt_path}")
-        ckpt = _load(ckpt_path, name, "resume")
+        ckpt = _resume_checkpoint(out, name)
         # The checkpoint's own config rebuilds the networks it saved.
         cfg = load_config(config, ckpt["config"])
     else:
@@ -316,9 +535,7 @@ def train(
     (out / "config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
     hist_path = out / "history.jsonl"
     if resume and hist_path.is_file():  # drop the updates that will be redone
-        lines = hist_path.read_text(encoding="utf-8").splitlines()
-        kept = [ln for ln in lines if ln.strip() and json.loads(ln)["update"] <= update]
-        hist_path.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
+        _trim_history(hist_path, update)
     elif hist_path.is_file():
         hist_path.unlink()
     writer = SummaryWriter(str(out / "tb"), purge_step=update + 1 if resume else None)
@@ -345,14 +562,15 @@ def train(
             "config": cfg,
             "obs_dim": table.obs_dim,
         }
-        _save(ckpt_path, state)
-        if tag:
-            _save(out / "checkpoints" / f"ckpt-u{update:05d}-d{decisions}.pt", state)
+        with _signals_deferred():
+            _save(ckpt_path, state)
+            if tag:
+                _save(out / "checkpoints" / f"ckpt-u{update:05d}-d{decisions}.pt", state)
 
     stats: dict[str, float] = {}
     interrupted = False
     try:
-        with _progress(name, progress) as bar:
+        with _sigterm_interrupts(), _progress(name, progress) as bar:
             task = bar.add_task("train", total=target, completed=update, info="")
             while update < target:
                 # ---- collect until the learner's rollout is complete
@@ -366,22 +584,25 @@ def train(
                         _log_episode(writer, episode, update + 1)
                 # ---- one update
                 t_update = time.perf_counter()
-                stats = learner.learn(traj, update + 1, rng)
-                update += 1
-                decisions += n_decisions
-                now = time.perf_counter()
-                stats.update(
-                    decisions=float(n_decisions),
-                    decisions_total=float(decisions),
-                    rollout_s=t_update - t_rollout,
-                    update_s=now - t_update,
-                    decisions_per_s=n_decisions / max(t_update - t_rollout, 1e-9),
-                    wall_s=wall(),
-                )
-                for k, v in stats.items():
-                    writer.add_scalar(f"train/{k}", v, update)
-                with open(hist_path, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"update": update, **stats}) + "\n")
+                # Applied whole or not at all: Ctrl-C waits for the end of the update, so that
+                # a checkpoint never holds half an optimiser step nor misses a history line.
+                with _signals_deferred():
+                    stats = learner.learn(traj, update + 1, rng)
+                    update += 1
+                    decisions += n_decisions
+                    now = time.perf_counter()
+                    stats.update(
+                        decisions=float(n_decisions),
+                        decisions_total=float(decisions),
+                        rollout_s=t_update - t_rollout,
+                        update_s=now - t_update,
+                        decisions_per_s=n_decisions / max(t_update - t_rollout, 1e-9),
+                        wall_s=wall(),
+                    )
+                    for k, v in stats.items():
+                        writer.add_scalar(f"train/{k}", v, update)
+                    with open(hist_path, "a", encoding="utf-8") as f:
+                        f.write(json.dumps({"update": update, **stats}) + "\n")
                 info = "  ".join(f"{k} {stats[k]:.3g}" for k in learner.progress_keys if k in stats)
                 bar.update(task, completed=update, info=f"decisions {decisions:,}  {info}")
                 if max_wall > 0 and wall() >= max_wall:
@@ -393,7 +614,7 @@ def train(
     save(tag=True)
     writer.close()
     if interrupted:
-        raise KeyboardInterrupt
+        raise TrainingInterrupted(name, ckpt_path, update)
 
     result: dict[str, Any] = {
         "algorithm": name,
