@@ -381,3 +381,28 @@ fn tx_jitter_ends_drop_tail_lock_out_of_periodic_line_rate_senders() {
     // Up to one packet time of uplink jitter shuffles the winners: every sender gets through.
     assert_eq!(locked_out_flows(1.0), 0);
 }
+
+#[test]
+fn slowdown_is_at_least_one_when_the_bottleneck_is_mid_path_and_the_last_packet_is_short() {
+    // h0 -> left (100G) -> right (25G) -> h1 (100G): the slowest link is not the last hop.
+    // Flows far apart in time, each alone on the path, with a short last packet (and one
+    // single-packet flow); the ideal used to charge that packet a full packet's time on
+    // the last link and came out above the FCT of a flow alone on the network.
+    let sizes = [10 * 1024 + 100, 1024 + 1, 3 * 1024 + 900, 100, 64 * 1024 + 7];
+    let flows: Vec<Value> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| json!({"src": 0, "dst": 2, "size": s, "start": format!("{}us", 100 * i)}))
+        .collect();
+    let sim = run(json!({
+        "duration": "1ms",
+        "topology": {"kind": "dumbbell", "left": 2, "right": 2, "link_rate": "100Gbps", "bottleneck_rate": "25Gbps"},
+        "workload": [{"kind": "flows", "flows": flows}],
+    }));
+    for (f, size) in sim.flows().iter().zip(sizes) {
+        let fct = f.snd.finished.expect("finished") - f.path.start;
+        let slowdown = fct as f64 / f.stats.ideal_fct as f64;
+        // Alone on an idle path, a flow at line rate takes exactly its ideal time, up to pacing.
+        assert!((1.0..1.01).contains(&slowdown), "{size} B: FCT {fct} ps, ideal {} ps", f.stats.ideal_fct);
+    }
+}

@@ -231,22 +231,11 @@ impl Simulation {
             let ser_fwd: Time = fwd.iter().map(|&p| ser_time(full, self.ports[p as usize].rate_bps)).sum();
             let ser_rev: Time = rev.iter().map(|&p| ser_time(ack, self.ports[p as usize].rate_bps)).sum();
             let base_rtt = prop + ser_fwd + ser_rev;
-            let min_rate = fwd.iter().map(|&p| self.ports[p as usize].rate_bps).min().unwrap_or(1);
             let ideal_fct = if s.size == UNLIMITED {
                 0
             } else {
-                let pkts = s.size.div_ceil(payload);
-                let wire = s.size + pkts * header;
-                let first = s.size.min(payload) + header;
-                let first_trip: Time = fwd
-                    .iter()
-                    .map(|&p| ser_time(first, self.ports[p as usize].rate_bps) + self.ports[p as usize].delay)
-                    .sum();
-                let back: Time = rev
-                    .iter()
-                    .map(|&p| ser_time(ack, self.ports[p as usize].rate_bps) + self.ports[p as usize].delay)
-                    .sum();
-                first_trip + ser_time(wire - first, min_rate) + back
+                let link = |&p: &u32| (self.ports[p as usize].rate_bps, self.ports[p as usize].delay);
+                crate::metrics::ideal_fct(s.size, payload, header, ack, fwd.iter().map(link), rev.iter().map(link))
             };
             let first_msg =
                 if s.messages.is_empty() { s.size } else { s.size - s.messages.iter().map(|m| m.1).sum::<u64>() };
