@@ -378,6 +378,7 @@ class AgentPool:
         self._raw_index = np.zeros(0, np.intp)  # per batch entry: its index in the native batch
         self._awaiting = False
         self._needs_action = False
+        self._answered = True  # the last batch was answered (or none was returned yet)
         self._last: Batch = Batch.empty(self.obs_dim)
         self.decisions = 0
         """Decision requests delivered so far."""
@@ -589,6 +590,7 @@ class AgentPool:
                 self._now_s[i] = max(self._now_s[i], self.duration_s(int(i)))
         self._raw_len = len(raw)
         self._awaiting = self._raw_len > 0
+        self._answered = False
         self._fresh[~native_over] = False  # stepped
         if len(raw) and len(self._now_s) == 1:
             self._now_s[0] = max(self._now_s[0], float(raw.time_s.max()))
@@ -638,12 +640,26 @@ class AgentPool:
         )
 
     def act(self, actions: np.ndarray | Sequence[float]) -> None:
-        """Answer the last batch: one action per entry (values of non-request entries are
-        ignored). Discrete actions are given as their index."""
+        """Answer the last batch, once: one action per entry (values of non-request entries are
+        ignored). Discrete actions are given as their index.
+
+        Raises:
+            RuntimeError: the batch was already answered, or no batch was returned yet.
+            ValueError: a wrong number of actions, or an action the simulator cannot honour
+                (NaN, infinite, or a discrete index outside its table); nothing is applied
+                then, and the batch can be answered again.
+        """
+        if self._answered:
+            raise RuntimeError(
+                "this batch was already answered: call step() for the next one"
+                if self.batches
+                else "no batch to answer yet: call step() first"
+            )
         a = np.asarray(actions, dtype=np.float32).reshape(-1)
         if len(a) != len(self._last):
             raise ValueError(f"expected {len(self._last)} actions (one per entry), got {len(a)}")
         if not self._awaiting:
+            self._answered = True
             return
         raw = np.zeros(self._raw_len, np.float32)
         mine = self._raw_index >= 0
@@ -651,6 +667,7 @@ class AgentPool:
         self._pool.act(raw)
         self._awaiting = False
         self._needs_action = False
+        self._answered = True
 
     def counters(self) -> dict[str, float]:
         """Decisions, entries, batches, episodes and simulated seconds so far."""

@@ -160,7 +160,7 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
         """All live agents act; the simulation runs to the next grid instant."""
         b = self.pool.last_batch
         names = self._names(b.flow[np.flatnonzero(b.request)])
-        self.pool.act(named_actions(self.config, b, list(names), actions))
+        self.pool.act(named_actions(self.config, b, list(names), actions, live=self.agents))
         live = self.agents
         live_set = set(live)
         while True:

@@ -122,7 +122,7 @@ class CcRllibEnv(MultiAgentEnv):
         """Apply the requested agents' actions and run to the next batch."""
         b = self.pool.last_batch
         names = self._name_list(b.flow[np.flatnonzero(b.request)])
-        self.pool.act(named_actions(self.config, b, list(names), action_dict))
+        self.pool.act(named_actions(self.config, b, list(names), action_dict, live=self.agents))
         if self._ended:
             self.agents = [n for n in self.agents if n not in self._ended]
             self._ended = set()
