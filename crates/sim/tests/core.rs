@@ -442,3 +442,52 @@ fn a_stop_that_does_not_come_after_the_start_is_rejected_naming_the_field() {
     run(with(&["workload", "0"], json!({"kind": "long", "start": ["100us", "300us"], "stop": "301us"})));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// NaN and infinities (which Python writes as `NaN` / `Infinity` in the JSON it hands the
+/// core) are named as what they are, not "expected value"; integers too large for 64 bits are
+/// echoed as written, not as floating point, and integer fields give their range.
+#[test]
+fn non_finite_numbers_and_huge_integers_are_reported_as_written() {
+    let big = "123456789012345678901234567";
+    let set = |path: &str, token: &str| -> String {
+        let mut s = base();
+        let parts: Vec<&str> = path.split('.').collect();
+        let mut cur = &mut s;
+        for p in &parts {
+            cur = if let Ok(i) = p.parse::<usize>() { &mut cur[i] } else { &mut cur[*p] };
+        }
+        *cur = json!("@");
+        let text = s.to_string().replace("\"@\"", token);
+        match Simulation::from_json(&text, Path::new(".")) {
+            Ok(_) => panic!("{path} = {token} should be rejected"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let cases = [
+        ("seed", "NaN", "seed: value NaN: is not a number; give a finite number"),
+        ("host.min_rate_fraction", "Infinity", "host.min_rate_fraction: value Infinity: is infinite"),
+        ("duration", "-Infinity", "duration: value -Infinity: is infinite"),
+        ("workload.0.size", "NaN", "workload[0].size: value NaN: is not a number"),
+        (
+            "seed",
+            big,
+            &format!("seed: invalid value: integer `{big}`, expected an integer from 0 to 18446744073709551615"),
+        ),
+        (
+            "topology.hosts",
+            big,
+            &format!("topology.hosts: invalid value: integer `{big}`, expected an integer from 0 to 4294967295"),
+        ),
+        (
+            "topology.hosts",
+            "5000000000",
+            "topology.hosts: invalid value: integer `5000000000`, expected an integer from 0 to 4294967295",
+        ),
+        ("workload.0.size", big, &format!("workload[0].size: value {big}: is too large (over a petabyte)")),
+        ("topology.link_rate", big, &format!("topology.link_rate: value {big}: rate is too large")),
+    ];
+    for (path, token, want) in cases {
+        let e = set(path, token);
+        assert!(e.starts_with(want), "{path} = {token}: error `{e}` should start with `{want}`");
+    }
+}
