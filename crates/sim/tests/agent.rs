@@ -363,3 +363,30 @@ fn a_queue_agent_action_outside_the_profiles_is_rejected() {
     assert_eq!(e, "queue agent 0: action 2 is not an index into agent.ecn_profiles: give an integer from 0 to 1");
     sim.agent_act(&[1.0]).unwrap();
 }
+
+/// A native policy whose output width does not fit the action map is a scenario error: an
+/// argmax over 3 scores indexing a 6-entry table, or 2 scores read as a multiplier, used to be
+/// clamped into something without a word.
+#[test]
+fn a_native_policy_must_give_one_score_per_discrete_entry() {
+    let dir = std::env::temp_dir().join(format!("ccgym-native-width-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = |outputs: usize| {
+        let path = dir.join(format!("p{outputs}.json"));
+        let layer = json!({"weight": vec![vec![0.1f32; 4]; outputs], "activation": "none"});
+        std::fs::write(&path, json!({"format": "ccgym-mlp", "version": 1, "layers": [layer]}).to_string()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let error = |agent: Value| match Simulation::from_json(&scenario(agent, long4(), "1ms").to_string(), Path::new("."))
+    {
+        Ok(_) => panic!("should be rejected"),
+        Err(e) => e.to_string(),
+    };
+    let e = error(json!({"policy": policy(3), "action": "discrete"}));
+    assert!(e.starts_with("agent.policy") && e.contains("has 3 outputs") && e.contains("agent.discrete (6)"), "{e}");
+    let e = error(json!({"policy": policy(2)}));
+    assert!(e.contains("has 2 outputs") && e.contains("needs one output"), "{e}");
+    let mut ok = build(&scenario(json!({"policy": policy(6), "action": "discrete"}), long4(), "1ms"));
+    ok.run_until(u64::MAX);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

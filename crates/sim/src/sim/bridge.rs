@@ -19,7 +19,7 @@
 
 use super::queue_agent::QueueAgents;
 use super::Simulation;
-use crate::cc::agent::AgentSpec;
+use crate::cc::agent::{ActionMap, AgentSpec};
 use crate::cc::{Cc, CcCtx};
 use crate::config::{CfgResult, ConfigError, Scenario};
 use crate::engine::Event;
@@ -387,6 +387,26 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
                 "agent.policy",
                 format!("\"{}\"", cfg.policy),
                 format!("the policy takes {} inputs but [agent] observations have {dim}", mlp.inputs()),
+            ));
+        }
+        // A discrete map's policy scores each entry and takes the best; a
+        // continuous one gives the action. Any other width would be clamped
+        // into an index (or give an index as a multiplier) without a word.
+        let (outputs, why) = match &spec.action {
+            ActionMap::Discrete(t) => (t.len(), "one score per entry of agent.discrete"),
+            ActionMap::PerAck(t) => (t.len(), "one score per entry of agent.per_ack"),
+            _ => (1, "one output: the action"),
+        };
+        if mlp.outputs() != outputs || outputs > 64 {
+            return Err(ConfigError::new(
+                "agent.policy",
+                format!("\"{}\"", cfg.policy),
+                format!(
+                    "the policy has {} outputs but [agent] action = \"{}\" needs {why} ({outputs}{})",
+                    mlp.outputs(),
+                    cfg.action,
+                    if outputs > 64 { ", at most 64 for a native policy" } else { "" }
+                ),
             ));
         }
         let scratch = vec![0.0; mlp.scratch_len()];
