@@ -491,3 +491,18 @@ fn non_finite_numbers_and_huge_integers_are_reported_as_written() {
         assert!(e.starts_with(want), "{path} = {token}: error `{e}` should start with `{want}`");
     }
 }
+
+#[test]
+fn slowdown_is_at_least_one_when_a_link_speeds_up_during_the_flow() {
+    // The bottleneck runs at 10 Gb/s at first and at 100 Gb/s from 5 us on: the ideal must
+    // use the rate the link reaches, not the one it starts with.
+    let sim = run(json!({
+        "duration": "1ms",
+        "topology": {"kind": "dumbbell", "left": 1, "right": 1, "link_rate": "100Gbps", "bottleneck_rate": "10Gbps"},
+        "link": [{"from": "left", "to": "right", "schedule": [{"at": "5us", "rate": "100Gbps"}]}],
+        "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": 200_000}]}],
+    }));
+    let f = &sim.flows()[0];
+    let fct = f.snd.finished.expect("finished") - f.path.start;
+    assert!(fct >= f.stats.ideal_fct, "FCT {fct} ps, ideal {} ps", f.stats.ideal_fct);
+}

@@ -234,7 +234,18 @@ impl Simulation {
             let ideal_fct = if s.size == UNLIMITED {
                 0
             } else {
-                let link = |&p: &u32| (self.ports[p as usize].rate_bps, self.ports[p as usize].delay);
+                // Each link at the fastest it can ever go, so the ideal stays a lower
+                // bound: a schedule's peak rate; a trace link has no serialisation
+                // time of its own (several opportunities may fall at one instant).
+                let link = |&p: &u32| {
+                    let port = &self.ports[p as usize];
+                    let rate = match port.model.as_deref().and_then(|m| m.timing.as_ref()) {
+                        Some(LinkTiming::Schedule(s)) => s.steps().iter().fold(port.rate_bps, |r, x| r.max(x.1)),
+                        Some(LinkTiming::Trace(_)) => u64::MAX,
+                        None => port.rate_bps,
+                    };
+                    (rate, port.delay)
+                };
                 crate::metrics::ideal_fct(s.size, payload, header, ack, fwd.iter().map(link), rev.iter().map(link))
             };
             let first_msg =
