@@ -280,14 +280,14 @@ impl<'a> WorkloadBuilder<'a> {
         }
     }
 
-    /// A stop time must come after the latest time its flows may start: a
+    /// A stop time must not precede the latest time its flows may start: a
     /// flow stopped before it started would still send when it starts.
     fn stop_after_start(&self, field: &str, stop: Option<Time>, latest_start: Time) -> CfgResult<()> {
         match stop {
-            Some(t) if t <= latest_start => Err(ConfigError::new(
+            Some(t) if t < latest_start => Err(ConfigError::new(
                 field,
                 crate::units::fmt_time(t),
-                format!("must be after the start of its flows ({})", crate::units::fmt_time(latest_start)),
+                format!("must not be before the start of its flows ({})", crate::units::fmt_time(latest_start)),
             )),
             _ => Ok(()),
         }
