@@ -566,22 +566,31 @@ impl Pool {
         }
         // The flow group of every simulation comes first, then the queue group;
         // each simulation takes its flow actions followed by its queue actions.
-        let (mut at, mut qat) = (0, flow_total);
-        for (i, (&n, &qn)) in self.last_counts.iter().zip(&self.last_qcounts).enumerate() {
-            let Some(sim) = self.sims[i].as_mut() else { continue };
-            // Without queue agents the flow part is passed as it is (no copy).
-            let joined: Vec<f32>;
-            let part = if qn == 0 {
-                &actions[at..at + n]
-            } else {
-                joined = [&actions[at..at + n], &actions[qat..qat + qn]].concat();
-                &joined[..]
-            };
-            at += n;
-            qat += qn;
-            // A simulation that was already over contributed nothing to the batch.
-            if n + qn > 0 {
-                guarded("pool act", || sim.agent_act(part))?.map_err(pyo3::exceptions::PyValueError::new_err)?;
+        // Every simulation's actions are checked before any simulation acts, so a
+        // rejected answer leaves the whole pool waiting for a corrected one.
+        for check in [true, false] {
+            let (mut at, mut qat) = (0, flow_total);
+            for (i, (&n, &qn)) in self.last_counts.iter().zip(&self.last_qcounts).enumerate() {
+                let Some(sim) = self.sims[i].as_mut() else { continue };
+                // Without queue agents the flow part is passed as it is (no copy).
+                let joined: Vec<f32>;
+                let part = if qn == 0 {
+                    &actions[at..at + n]
+                } else {
+                    joined = [&actions[at..at + n], &actions[qat..qat + qn]].concat();
+                    &joined[..]
+                };
+                at += n;
+                qat += qn;
+                // A simulation that was already over contributed nothing to the batch.
+                if n + qn > 0 {
+                    let r = if check {
+                        guarded("pool act", || sim.check_agent_actions(part))?
+                    } else {
+                        guarded("pool act", || sim.agent_act(part))?
+                    };
+                    r.map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("simulation {i}: {e}")))?;
+                }
             }
         }
         Ok(())

@@ -680,7 +680,67 @@ pub fn parse_scenario(json: &str) -> CfgResult<Scenario> {
         if let Some(i) = msg.find(" at line ") {
             msg.truncate(i);
         }
+        let msg = explain_number(&msg, number_at(json, inner.line(), inner.column()));
         let path = if path == "." { "scenario".to_string() } else { path };
         ConfigError::new(path, "", msg)
     })
+}
+
+/// The number token (or `NaN` / `Infinity`) of `json` that an error at
+/// `line`, `column` (1-based, serde_json's) points into: serde_json points at
+/// the offending character of a syntax error and at the last character of a
+/// number its visitor rejected.
+fn number_at(json: &str, line: usize, column: usize) -> Option<&str> {
+    let start_of_line = json.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum::<usize>();
+    let at = (start_of_line + column).checked_sub(1)?;
+    let bytes = json.as_bytes();
+    let part = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.');
+    if !bytes.get(at).is_some_and(part) {
+        return None;
+    }
+    let from = (0..=at).rev().take_while(|&i| part(&bytes[i])).last()?;
+    let to = (at..bytes.len()).take_while(|&i| part(&bytes[i])).last()? + 1;
+    Some(&json[from..to])
+}
+
+/// Rewrites serde's message about a number in the user's terms: NaN and
+/// infinities (which JSON has no syntax for, so serde_json says only
+/// "expected value") are named as such, and an integer too large for a
+/// 64-bit number, which serde_json reads as floating point, is echoed as the
+/// integer the user wrote; integer types are given as their ranges.
+fn explain_number(msg: &str, token: Option<&str>) -> String {
+    let Some(token) = token else { return msg.to_string() };
+    if matches!(token, "NaN" | "Infinity" | "-Infinity" | "+Infinity") {
+        let what = if token == "NaN" { "is not a number" } else { "is infinite" };
+        return format!("value {token}: {what}; give a finite number");
+    }
+    let integer = token.strip_prefix('-').unwrap_or(token);
+    let mut out = msg.to_string();
+    if !integer.is_empty() && integer.bytes().all(|b| b.is_ascii_digit()) {
+        if let Some(rest) = out.strip_prefix("invalid type: floating point `") {
+            // `1e+20` for 100000000000000000000: echo the integer.
+            if let Some(i) = rest.find('`') {
+                out = format!("invalid value: integer `{token}`{}", &rest[i + 1..]);
+            }
+        } else if let Some(rest) = out.strip_prefix("value ") {
+            // A unit's own message formats the float it was handed.
+            if let Some(i) = rest.find(": ") {
+                out = format!("value {token}{}", &rest[i..]);
+            }
+        }
+    }
+    for (ty, range) in [
+        ("u8", "0 to 255"),
+        ("u16", "0 to 65535"),
+        ("u32", "0 to 4294967295"),
+        ("u64", "0 to 18446744073709551615"),
+        ("usize", "0 to 18446744073709551615"),
+        ("i32", "-2147483648 to 2147483647"),
+        ("i64", "-9223372036854775808 to 9223372036854775807"),
+    ] {
+        if let Some(head) = out.strip_suffix(&format!(", expected {ty}")) {
+            return format!("{head}, expected an integer from {range}");
+        }
+    }
+    out
 }

@@ -1,4 +1,7 @@
-//! Measurement helpers: histograms, percentiles and fairness indices.
+//! Measurement helpers: histograms, percentiles, fairness indices and the
+//! ideal completion time that slowdowns are measured against.
+
+use crate::units::{ser_time, Time};
 
 /// Histogram of durations (picoseconds) in logarithmic buckets, 16 per
 /// octave (about 4% resolution), up to 2^48 ps (about 280 s).
@@ -107,9 +110,119 @@ pub fn min_max(x: &[f64]) -> Option<f64> {
     (!x.is_empty() && mx > 0.0).then(|| mn / mx)
 }
 
+/// Ideal completion time of a transfer of `size` payload bytes (ps): the
+/// instant its last byte is acknowledged if it had the network to itself and
+/// sent at line rate from the start.
+///
+/// The data goes as `ceil(size / payload)` packets of `payload + header`
+/// bytes, the last one carrying the remainder, back to back through
+/// store-and-forward links `fwd` (each `(rate bit/s, delay ps)`, in path
+/// order); the ACK of the last packet, `ack` bytes, returns through `rev`.
+/// A packet leaves link `j` once it has arrived there and the packet before
+/// it has left, so the arrival of the last packet is the longest path
+/// through the grid of (packet, link) serialisation times. With every packet
+/// full but the last, that path carries the first packet up to some link,
+/// every full packet across the slowest link so far, the last full packet up
+/// to a link `m`, and the short last packet from `m` on:
+///
+/// `max over m of [ sum_{j<=m} F_j + (n-2) max_{k<=m} F_k + L_m + sum_{j>m} L_j ]`
+///
+/// plus the delays, with `F_j` and `L_j` the serialisation times of a full
+/// and of the last packet on link `j`. This is exactly what an idle network
+/// does, so any real run takes at least as long (the slowdown is at least 1).
+/// Charging a full packet on the links after the bottleneck, as a
+/// "first packet, then the rest at the bottleneck rate" formula does, is not
+/// a lower bound when the last packet is short. Saturates at `Time::MAX`.
+pub fn ideal_fct<I, J>(size: u64, payload: u64, header: u64, ack: u64, fwd: I, rev: J) -> Time
+where
+    I: IntoIterator<Item = (u64, Time)>,
+    I::IntoIter: Clone,
+    J: IntoIterator<Item = (u64, Time)>,
+{
+    if size == 0 || payload == 0 {
+        return 0;
+    }
+    let fwd = fwd.into_iter();
+    let n = size.div_ceil(payload) as u128;
+    let full = payload + header;
+    let last = size - (n as u64 - 1) * payload + header;
+    // Sums in u128: a huge transfer on a slow link overflows picoseconds in u64.
+    let delays: u128 = fwd.clone().map(|(_, d)| d as u128).sum();
+    let last_total: u128 = fwd.clone().map(|(r, _)| ser_time(last, r) as u128).sum();
+    let data = if n == 1 {
+        last_total
+    } else {
+        let (mut best, mut full_before, mut last_before, mut slowest) = (0u128, 0u128, 0u128, 0u128);
+        for (rate, _) in fwd {
+            let (f, l) = (ser_time(full, rate) as u128, ser_time(last, rate) as u128);
+            full_before += f;
+            slowest = slowest.max(f);
+            last_before += l;
+            best = best.max(full_before + (n - 2) * slowest + l + (last_total - last_before));
+        }
+        best
+    };
+    let back: u128 = rev.into_iter().map(|(r, d)| ser_time(ack, r) as u128 + d as u128).sum();
+    (data + delays + back).min(Time::MAX as u128) as Time
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The arrival of the last packet at the far end, by simulating the
+    /// store-and-forward pipeline packet by packet (no return path).
+    fn pipeline(size: u64, payload: u64, header: u64, links: &[(u64, Time)]) -> Time {
+        let mut left = vec![0; links.len()]; // when the previous packet left each link
+        let mut sent = 0;
+        let mut arrival = 0;
+        while sent < size {
+            let bytes = payload.min(size - sent) + header;
+            sent += payload.min(size - sent);
+            let mut at = 0; // this packet reaches link j at `at`
+            for (j, &(rate, delay)) in links.iter().enumerate() {
+                left[j] = at.max(left[j]) + ser_time(bytes, rate);
+                at = left[j] + delay;
+            }
+            arrival = at;
+        }
+        arrival
+    }
+
+    #[test]
+    fn ideal_fct_of_a_short_last_packet_behind_a_middle_bottleneck() {
+        // 100, 25, 100 Gb/s; one 1000-byte and one 100-byte packet (no header):
+        // the first leaves the links at 80, 400, 480 ns, the second at 88, 432,
+        // 488 ns. Charging the second a full packet on the last link says 560 ns.
+        let ns = 1000;
+        let links = [(100_000_000_000, 0), (25_000_000_000, 0), (100_000_000_000, 0)];
+        assert_eq!(ideal_fct(1100, 1000, 0, 0, links, []), 488 * ns);
+        assert_eq!(pipeline(1100, 1000, 0, &links), 488 * ns);
+        // Delays and the ACK's way back add up; a single packet just crosses.
+        let delayed = [(100_000_000_000, 1000 * ns), (25_000_000_000, 2000 * ns)];
+        let back = [(25_000_000_000, 3000 * ns)];
+        assert_eq!(ideal_fct(100, 1000, 0, 10, delayed, back), (8 + 32 + 1000 + 2000 + 3000) * ns + 3200);
+    }
+
+    #[test]
+    fn ideal_fct_equals_an_idle_pipeline_on_every_small_case() {
+        let rates = [10_000_000_000, 25_000_000_000, 40_000_000_000, 100_000_000_000, 400_000_000_000];
+        let mut case = 0u64;
+        for hops in 1..=4usize {
+            for pattern in 0..rates.len().pow(hops as u32) {
+                let links: Vec<(u64, Time)> = (0..hops)
+                    .map(|j| (rates[pattern / rates.len().pow(j as u32) % rates.len()], 1000 * j as Time))
+                    .collect();
+                for size in [1, 999, 1000, 1001, 2500, 3000, 7777] {
+                    case += 1;
+                    let header = case % 3 * 24;
+                    let want = pipeline(size, 1000, header, &links);
+                    let got = ideal_fct(size, 1000, header, 0, links.iter().copied(), []);
+                    assert_eq!(got, want, "size {size}, header {header}, links {links:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn fairness_indices() {

@@ -195,6 +195,9 @@ unit_deserialize!(Rate, "a rate: bit/s as a number, or a string such as \"100Gbp
 unit_deserialize!(Bytes, "a size: bytes as a number, or a string such as \"64KiB\"", parse_bytes, |v| {
     if !v.is_finite() || v < 0.0 {
         Err("must be a non-negative size".to_string())
+    } else if v > 1.0e15 {
+        // As for a size given as a string; a larger number would saturate silently.
+        Err("is too large (over a petabyte)".to_string())
     } else {
         Ok(v.round() as u64)
     }

@@ -292,6 +292,19 @@ impl<'a> WorkloadBuilder<'a> {
         }
     }
 
+    /// A stop time must not precede the latest time its flows may start: a
+    /// flow stopped before it started would still send when it starts.
+    fn stop_after_start(&self, field: &str, stop: Option<Time>, latest_start: Time) -> CfgResult<()> {
+        match stop {
+            Some(t) if t < latest_start => Err(ConfigError::new(
+                field,
+                crate::units::fmt_time(t),
+                format!("must not be before the start of its flows ({})", crate::units::fmt_time(latest_start)),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn senders(&self, f: &str, w: &WorkloadConfig, receiver: Option<u32>) -> CfgResult<Vec<u32>> {
         match &w.senders {
             Some(list) => {
@@ -354,6 +367,12 @@ impl<'a> WorkloadBuilder<'a> {
                 if size == 0 {
                     return Err(ConfigError::new(format!("{f}.size"), 0, "must be at least 1 byte"));
                 }
+                let latest_start = match w.start {
+                    None => 0,
+                    Some(StartTime::At(t)) => t.0,
+                    Some(StartTime::Uniform([a, b])) => a.0.max(b.0),
+                };
+                self.stop_after_start(&format!("{f}.stop"), stop, latest_start)?;
                 let pattern = w.pattern.as_deref().unwrap_or("many_to_one");
                 let pairs: Vec<(u32, u32)> = match pattern {
                     "many_to_one" => {
@@ -423,6 +442,7 @@ impl<'a> WorkloadBuilder<'a> {
                         Some(t) => Some(self.time_in_run(&format!("{ff}.stop"), t.0)?),
                         None => None,
                     };
+                    self.stop_after_start(&format!("{ff}.stop"), stop, start)?;
                     let (cc, cc_field) = self.cc(&ff, &fl.cc);
                     out.push(FlowSpec {
                         src,
@@ -587,6 +607,7 @@ impl<'a> WorkloadBuilder<'a> {
                 return Err(ConfigError::new(format!("{f}.start"), "[..]", "poisson takes one start time, not a range"))
             }
         };
+        self.stop_after_start(&format!("{f}.stop"), base.stop, start)?;
         let end = base.stop.unwrap_or(self.duration);
         for &h in &hosts {
             let port = self.topo.host_port(h);

@@ -309,3 +309,84 @@ fn queue_agent_sets_its_queues_ecn_profile_after_the_policy_delay() {
     }
     assert_eq!(requests, 9, "one request per 10 us before the end at 100 us");
 }
+
+/// The bridge rejects what it cannot honour, naming the agent and what is valid, and a
+/// rejected answer changes nothing: the same batch can then be answered correctly, once.
+#[test]
+fn out_of_range_non_finite_and_repeated_actions_are_rejected() {
+    let agent = json!({"action": "discrete", "discrete": [0.5, 1.0, 2.0]});
+    let mut sim = build(&scenario(agent, long4(), "1ms"));
+    assert!(sim.agent_act(&[]).unwrap_err().contains("call agent_step() first"));
+    sim.agent_step().unwrap();
+    let b = sim.batch().unwrap().clone();
+    assert!(!b.is_empty());
+    let flow = b.flows[0];
+    let mut actions = vec![1.0; b.len()];
+    for bad in [3.0, -1.0, 1.5, f32::NAN, f32::INFINITY] {
+        actions[0] = bad;
+        let e = sim.agent_act(&actions).unwrap_err();
+        assert!(e.starts_with(&format!("flow {flow}: action {bad} ")), "{e}");
+        let why =
+            if bad.is_finite() { "not an index into agent.discrete: give an integer from 0 to 2" } else { "finite" };
+        assert!(e.contains(why), "{e}");
+    }
+    actions[0] = 2.0;
+    sim.agent_act(&actions).unwrap();
+    assert!(sim.agent_act(&actions).unwrap_err().contains("already answered"));
+    sim.agent_step().unwrap();
+
+    // Continuous actions clamp to their range, but NaN and infinities are errors.
+    let mut sim = build(&scenario(json!({}), long4(), "1ms"));
+    sim.agent_step().unwrap();
+    let n = sim.batch().unwrap().len();
+    for bad in [f32::NAN, f32::NEG_INFINITY] {
+        let e = sim.agent_act(&vec![bad; n]).unwrap_err();
+        assert!(e.contains(&format!("action {bad} is")) && e.contains("give a finite action"), "{e}");
+    }
+    sim.agent_act(&vec![5.0; n]).unwrap();
+}
+
+#[test]
+fn a_queue_agent_action_outside_the_profiles_is_rejected() {
+    let s = json!({
+        "duration": "50us",
+        "topology": {"kind": "star", "hosts": 4, "link_rate": "100Gbps", "link_delay": "1us"},
+        "cc": {"algorithm": "dctcp"},
+        "workload": [{"kind": "long", "receiver": 0}],
+        "agent": {"queues": ["sw0->h0"], "queue_interval": "10us",
+                  "ecn_profiles": [{"kmin": "5KiB", "kmax": "20KiB", "pmax": 0.1},
+                                   {"kmin": "60KiB", "kmax": "90KiB", "pmax": 1.0}]},
+    });
+    let mut sim = build(&s);
+    sim.agent_step().unwrap();
+    let e = sim.agent_act(&[2.0]).unwrap_err();
+    assert_eq!(e, "queue agent 0: action 2 is not an index into agent.ecn_profiles: give an integer from 0 to 1");
+    sim.agent_act(&[1.0]).unwrap();
+}
+
+/// A native policy whose output width does not fit the action map is a scenario error: an
+/// argmax over 3 scores indexing a 6-entry table, or 2 scores read as a multiplier, used to be
+/// clamped into something without a word.
+#[test]
+fn a_native_policy_must_give_one_score_per_discrete_entry() {
+    let dir = std::env::temp_dir().join(format!("ccgym-native-width-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = |outputs: usize| {
+        let path = dir.join(format!("p{outputs}.json"));
+        let layer = json!({"weight": vec![vec![0.1f32; 4]; outputs], "activation": "none"});
+        std::fs::write(&path, json!({"format": "ccgym-mlp", "version": 1, "layers": [layer]}).to_string()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let error = |agent: Value| match Simulation::from_json(&scenario(agent, long4(), "1ms").to_string(), Path::new("."))
+    {
+        Ok(_) => panic!("should be rejected"),
+        Err(e) => e.to_string(),
+    };
+    let e = error(json!({"policy": policy(3), "action": "discrete"}));
+    assert!(e.starts_with("agent.policy") && e.contains("has 3 outputs") && e.contains("agent.discrete (6)"), "{e}");
+    let e = error(json!({"policy": policy(2)}));
+    assert!(e.contains("has 2 outputs") && e.contains("needs one output"), "{e}");
+    let mut ok = build(&scenario(json!({"policy": policy(6), "action": "discrete"}), long4(), "1ms"));
+    ok.run_until(u64::MAX);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

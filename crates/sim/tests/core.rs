@@ -381,3 +381,128 @@ fn tx_jitter_ends_drop_tail_lock_out_of_periodic_line_rate_senders() {
     // Up to one packet time of uplink jitter shuffles the winners: every sender gets through.
     assert_eq!(locked_out_flows(1.0), 0);
 }
+
+#[test]
+fn slowdown_is_at_least_one_when_the_bottleneck_is_mid_path_and_the_last_packet_is_short() {
+    // h0 -> left (100G) -> right (25G) -> h1 (100G): the slowest link is not the last hop.
+    // Flows far apart in time, each alone on the path, with a short last packet (and one
+    // single-packet flow); the ideal used to charge that packet a full packet's time on
+    // the last link and came out above the FCT of a flow alone on the network.
+    let sizes = [10 * 1024 + 100, 1024 + 1, 3 * 1024 + 900, 100, 64 * 1024 + 7];
+    let flows: Vec<Value> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| json!({"src": 0, "dst": 2, "size": s, "start": format!("{}us", 100 * i)}))
+        .collect();
+    let sim = run(json!({
+        "duration": "1ms",
+        "topology": {"kind": "dumbbell", "left": 2, "right": 2, "link_rate": "100Gbps", "bottleneck_rate": "25Gbps"},
+        "workload": [{"kind": "flows", "flows": flows}],
+    }));
+    for (f, size) in sim.flows().iter().zip(sizes) {
+        let fct = f.snd.finished.expect("finished") - f.path.start;
+        let slowdown = fct as f64 / f.stats.ideal_fct as f64;
+        // Alone on an idle path, a flow at line rate takes exactly its ideal time, up to pacing.
+        assert!((1.0..1.01).contains(&slowdown), "{size} B: FCT {fct} ps, ideal {} ps", f.stats.ideal_fct);
+    }
+}
+
+#[test]
+fn a_stop_before_the_start_is_rejected_naming_the_field() {
+    let dir = std::env::temp_dir().join(format!("ccgym-stop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cdf = dir.join("sizes.txt");
+    std::fs::write(&cdf, "1000 0\n10000 1\n").unwrap();
+    let flow = |start: &str, stop: &str| json!({"kind": "flows", "flows": [{"src": 1, "dst": 0, "start": start, "stop": stop}]});
+    let cases = [
+        (with(&["workload", "0"], flow("500us", "200us")), "workload[0].flows[0].stop: value 200us", "(500us)"),
+        (with(&["workload", "0"], flow("200us", "199us")), "workload[0].flows[0].stop", "must not be before the start"),
+        (
+            with(&["workload", "0"], json!({"kind": "long", "start": ["100us", "300us"], "stop": "200us"})),
+            "workload[0].stop: value 200us",
+            "must not be before the start of its flows (300us)",
+        ),
+        (
+            with(
+                &["workload", "0"],
+                json!({"kind": "poisson", "load": 0.5, "cdf": cdf, "start": "400us", "stop": "0.3ms"}),
+            ),
+            "workload[0].stop",
+            "(400us)",
+        ),
+    ];
+    for (scenario, field, text) in cases {
+        let e = error_of(scenario);
+        assert!(
+            e.starts_with(field) && e.contains(text),
+            "error `{e}` should start with `{field}` and mention `{text}`"
+        );
+    }
+    // A stop at or after every start is fine.
+    run(with(&["workload", "0"], json!({"kind": "long", "start": ["100us", "300us"], "stop": "300us"})));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// NaN and infinities (which Python writes as `NaN` / `Infinity` in the JSON it hands the
+/// core) are named as what they are, not "expected value"; integers too large for 64 bits are
+/// echoed as written, not as floating point, and integer fields give their range.
+#[test]
+fn non_finite_numbers_and_huge_integers_are_reported_as_written() {
+    let big = "123456789012345678901234567";
+    let set = |path: &str, token: &str| -> String {
+        let mut s = base();
+        let parts: Vec<&str> = path.split('.').collect();
+        let mut cur = &mut s;
+        for p in &parts {
+            cur = if let Ok(i) = p.parse::<usize>() { &mut cur[i] } else { &mut cur[*p] };
+        }
+        *cur = json!("@");
+        let text = s.to_string().replace("\"@\"", token);
+        match Simulation::from_json(&text, Path::new(".")) {
+            Ok(_) => panic!("{path} = {token} should be rejected"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let cases = [
+        ("seed", "NaN", "seed: value NaN: is not a number; give a finite number"),
+        ("host.min_rate_fraction", "Infinity", "host.min_rate_fraction: value Infinity: is infinite"),
+        ("duration", "-Infinity", "duration: value -Infinity: is infinite"),
+        ("workload.0.size", "NaN", "workload[0].size: value NaN: is not a number"),
+        (
+            "seed",
+            big,
+            &format!("seed: invalid value: integer `{big}`, expected an integer from 0 to 18446744073709551615"),
+        ),
+        (
+            "topology.hosts",
+            big,
+            &format!("topology.hosts: invalid value: integer `{big}`, expected an integer from 0 to 4294967295"),
+        ),
+        (
+            "topology.hosts",
+            "5000000000",
+            "topology.hosts: invalid value: integer `5000000000`, expected an integer from 0 to 4294967295",
+        ),
+        ("workload.0.size", big, &format!("workload[0].size: value {big}: is too large (over a petabyte)")),
+        ("topology.link_rate", big, &format!("topology.link_rate: value {big}: rate is too large")),
+    ];
+    for (path, token, want) in cases {
+        let e = set(path, token);
+        assert!(e.starts_with(want), "{path} = {token}: error `{e}` should start with `{want}`");
+    }
+}
+
+#[test]
+fn slowdown_is_at_least_one_when_a_link_speeds_up_during_the_flow() {
+    // The bottleneck runs at 10 Gb/s at first and at 100 Gb/s from 5 us on: the ideal must
+    // use the rate the link reaches, not the one it starts with.
+    let sim = run(json!({
+        "duration": "1ms",
+        "topology": {"kind": "dumbbell", "left": 1, "right": 1, "link_rate": "100Gbps", "bottleneck_rate": "10Gbps"},
+        "link": [{"from": "left", "to": "right", "schedule": [{"at": "5us", "rate": "100Gbps"}]}],
+        "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": 200_000}]}],
+    }));
+    let f = &sim.flows()[0];
+    let fct = f.snd.finished.expect("finished") - f.path.start;
+    assert!(fct >= f.stats.ideal_fct, "FCT {fct} ps, ideal {} ps", f.stats.ideal_fct);
+}

@@ -419,6 +419,7 @@ class AgentPool:
         self._last_groups: dict[str, Batch] = {
             g: Batch.empty(self.obs_dims[g]) for g in self.groups
         }
+        self._answered = True  # the last batch was answered (or none was returned yet)
         self.decisions = 0
         """Decision requests delivered so far."""
         self.entries = 0
@@ -653,6 +654,7 @@ class AgentPool:
             for i in ended:  # a run that is over has reached its duration
                 self._now_s[i] = max(self._now_s[i], self.duration_s(int(i)))
         self._awaiting = any(len(raw) for raw in raws.values())
+        self._answered = False
         self._fresh[~native_over] = False  # stepped
         requests = 0
         for g, raw in raws.items():
@@ -721,14 +723,26 @@ class AgentPool:
         )
 
     def act(self, actions: np.ndarray | Sequence[float] | Mapping[str, Any]) -> None:
-        """Answer the last batch: one action per entry (values of non-request entries are
+        """Answer the last batch, once: one action per entry (values of non-request entries are
         ignored). Discrete actions are given as their index.
 
         With switch-queue agents, give a dict by group: ``{"flow": ..., "queue": ...}``; a
-        queue agent's action is an index into ``agent.ecn_profiles`` (NaN keeps its profile).
-        A group may be left out when it has no requests in the batch; a plain array answers
-        the flow group.
+        queue agent's action is an index into ``agent.ecn_profiles``. A group may be left out
+        when it has no requests in the batch (its queues keep their profiles); a plain array
+        answers the flow group.
+
+        Raises:
+            RuntimeError: the batch was already answered, or no batch was returned yet.
+            ValueError: a wrong number of actions, or an action the simulator cannot honour
+                (NaN, infinite, or a discrete index outside its table); nothing is applied
+                then, and the batch can be answered again.
         """
+        if self._answered:
+            raise RuntimeError(
+                "this batch was already answered: call step() for the next one"
+                if self.batches
+                else "no batch to answer yet: call step() first"
+            )
         given = actions if isinstance(actions, Mapping) else {"flow": actions}
         unknown = set(given) - set(self.groups)
         if unknown:
@@ -754,6 +768,7 @@ class AgentPool:
                 )
             per_group[g] = a
         if not self._awaiting:
+            self._answered = True
             return
         raws = []
         for g in self.groups:
@@ -764,6 +779,7 @@ class AgentPool:
         self._pool.act(raws[0] if len(raws) == 1 else np.concatenate(raws))
         self._awaiting = False
         self._needs_action = False
+        self._answered = True
 
     def counters(self) -> dict[str, float]:
         """Decisions, entries, batches, episodes and simulated seconds so far."""

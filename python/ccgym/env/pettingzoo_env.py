@@ -188,7 +188,7 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
         """All live agents act; the simulation runs to the next grid instant."""
         b = self.pool.last_batch
         names = self._names(b.flow[np.flatnonzero(b.request)])
-        flow_actions = named_actions(self.config, b, list(names), actions)
+        flow_actions = named_actions(self.config, b, list(names), actions, live=self.agents)
         if "queue" in self.pool.groups:
             q = self.pool.last_batches["queue"]
             q_names = self._group_names("queue", q.select(q.request))

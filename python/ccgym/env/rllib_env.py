@@ -117,7 +117,7 @@ class CcRllibEnv(MultiAgentEnv):
         """Answers the last batch from a dict of actions by agent name (missing: keep)."""
         b = self.pool.last_batch
         names = self._name_list(b.flow[np.flatnonzero(b.request)])
-        flow_actions = named_actions(self.config, b, list(names), actions)
+        flow_actions = named_actions(self.config, b, list(names), actions, live=self.agents)
         if "queue" not in self.pool.groups:
             self.pool.act(flow_actions)
             return

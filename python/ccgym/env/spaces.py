@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -58,12 +58,26 @@ def named_actions(
     batch: Any,
     names: list[Any],
     actions: Mapping[Any, Any],
+    live: Collection[Any] | None = None,
 ) -> np.ndarray:
     """The bridge action vector of a batch from a dict of actions keyed by agent name.
 
     ``names`` are the agent names of the batch's requesting entries (``batch.request``), in
     order. Entries whose agent gave no action (and non-requesting entries) keep their rate.
+    ``live`` are the names an action may be given for (default: ``names``); an action for any
+    other name is an error (a typo or a stale agent would otherwise be ignored silently).
+
+    Raises:
+        ValueError: an action keyed by a name outside ``live``, naming it.
     """
+    allowed = set(names) if live is None else set(live)
+    unknown = [k for k in actions if k not in allowed]
+    if unknown:
+        shown = ", ".join(repr(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        raise ValueError(
+            f"actions for unknown agent(s) {shown}: the live agents are "
+            f"{sorted(allowed, key=str)[:10]}{' ...' if len(allowed) > 10 else ''}"
+        )
     out = keep_rate_actions(cfg, batch.obs)
     idx = np.flatnonzero(batch.request)
     for i, name in zip(idx, names, strict=True):

@@ -26,6 +26,7 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
+pub use spec::{check_finite, check_index};
 pub use spec::{
     ActionMap, AgentSpec, Agg, Feature, PerAck, Reward, Trigger, WindowUnit, ACTIONS, AURORA_ACTION_BOUND, FEATURES,
     REWARDS, TRIGGERS,

@@ -19,7 +19,7 @@
 
 use super::queue_agent::QueueAgents;
 use super::Simulation;
-use crate::cc::agent::AgentSpec;
+use crate::cc::agent::{ActionMap, AgentSpec};
 use crate::cc::{Cc, CcCtx};
 use crate::config::{CfgResult, ConfigError, Scenario};
 use crate::engine::Event;
@@ -107,6 +107,9 @@ pub(super) struct Bridge {
     pub(super) queues: QueueAgents,
     /// The queue-agent batch group, collected and answered with `batch`.
     pub(super) queue_batch: Batch,
+    /// The last batch has been answered (or none was returned yet): a further
+    /// `agent_act` has nothing to answer.
+    answered: bool,
 }
 
 impl Bridge {
@@ -205,6 +208,7 @@ impl Simulation {
             return Err("answer the last batch with agent_act() before stepping again".into());
         }
         bridge.stepping = true;
+        bridge.answered = false;
         bridge.batch.clear();
         bridge.queue_batch.clear();
         let delay = bridge.spec.policy_delay;
@@ -263,16 +267,48 @@ impl Simulation {
         self.bridge.as_ref().map(|b| &b.batch)
     }
 
-    /// Answers the last batch: one action per entry (entries that are done or
-    /// truncated take none; their value is ignored).
-    pub fn agent_act(&mut self, actions: &[f32]) -> Result<(), String> {
-        let Some(bridge) = self.bridge.as_mut() else {
+    /// Checks actions for the last batch without applying them: the error
+    /// [`Simulation::agent_act`] would give, if any. Lets a caller answering
+    /// several simulations (a pool) check them all before any acts.
+    pub fn check_agent_actions(&self, actions: &[f32]) -> Result<(), String> {
+        let Some(bridge) = self.bridge.as_ref() else {
             return Err("this scenario has no [agent] table".into());
         };
+        if bridge.answered {
+            return Err(if bridge.stepping {
+                "this batch was already answered: call agent_step() for the next one".into()
+            } else {
+                "no batch to answer yet: call agent_step() first".into()
+            });
+        }
         let n = bridge.batch.len() + bridge.queue_batch.len();
         if actions.len() != n {
             return Err(format!("expected {n} actions (one per batch entry), got {}", actions.len()));
         }
+        let (flow_actions, queue_actions) = actions.split_at(bridge.batch.len());
+        let open = |b: &Batch, i: usize| !(b.done[i] || b.truncated[i]);
+        for (i, &a) in flow_actions.iter().enumerate() {
+            if open(&bridge.batch, i) {
+                bridge.spec.action.check(a).map_err(|m| format!("flow {}: action {a} {m}", bridge.batch.flows[i]))?;
+            }
+        }
+        for (i, &a) in queue_actions.iter().enumerate() {
+            if open(&bridge.queue_batch, i) {
+                let agent = bridge.queue_batch.flows[i];
+                bridge.queues.check_action(a).map_err(|m| format!("queue agent {agent}: action {a} {m}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers the last batch: one action per entry (entries that are done or
+    /// truncated take none; their value is ignored). Each batch is answered
+    /// once; actions are checked first ([`Simulation::check_agent_actions`]),
+    /// and a rejected answer changes nothing, so the batch can be answered again.
+    pub fn agent_act(&mut self, actions: &[f32]) -> Result<(), String> {
+        self.check_agent_actions(actions)?;
+        let bridge = self.bridge.as_mut().expect("checked");
+        bridge.answered = true;
         if !bridge.awaiting {
             return Ok(());
         }
@@ -353,6 +389,26 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
                 format!("the policy takes {} inputs but [agent] observations have {dim}", mlp.inputs()),
             ));
         }
+        // A discrete map's policy scores each entry and takes the best; a
+        // continuous one gives the action. Any other width would be clamped
+        // into an index (or give an index as a multiplier) without a word.
+        let (outputs, why) = match &spec.action {
+            ActionMap::Discrete(t) => (t.len(), "one score per entry of agent.discrete"),
+            ActionMap::PerAck(t) => (t.len(), "one score per entry of agent.per_ack"),
+            _ => (1, "one output: the action"),
+        };
+        if mlp.outputs() != outputs || outputs > 64 {
+            return Err(ConfigError::new(
+                "agent.policy",
+                format!("\"{}\"", cfg.policy),
+                format!(
+                    "the policy has {} outputs but [agent] action = \"{}\" needs {why} ({outputs}{})",
+                    mlp.outputs(),
+                    cfg.action,
+                    if outputs > 64 { ", at most 64 for a native policy" } else { "" }
+                ),
+            ));
+        }
         let scratch = vec![0.0; mlp.scratch_len()];
         Some((mlp, scratch))
     };
@@ -367,5 +423,6 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
         decisions: 0,
         queues: QueueAgents::default(),
         queue_batch: Batch::default(),
+        answered: true,
     }))
 }

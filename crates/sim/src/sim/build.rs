@@ -230,22 +230,22 @@ impl Simulation {
             let ser_fwd: Time = fwd.iter().map(|&p| ser_time(full, self.ports[p as usize].rate_bps)).sum();
             let ser_rev: Time = rev.iter().map(|&p| ser_time(ack, self.ports[p as usize].rate_bps)).sum();
             let base_rtt = prop + ser_fwd + ser_rev;
-            let min_rate = fwd.iter().map(|&p| self.ports[p as usize].rate_bps).min().unwrap_or(1);
             let ideal_fct = if s.size == UNLIMITED {
                 0
             } else {
-                let pkts = s.size.div_ceil(payload);
-                let wire = s.size + pkts * header;
-                let first = s.size.min(payload) + header;
-                let first_trip: Time = fwd
-                    .iter()
-                    .map(|&p| ser_time(first, self.ports[p as usize].rate_bps) + self.ports[p as usize].delay)
-                    .sum();
-                let back: Time = rev
-                    .iter()
-                    .map(|&p| ser_time(ack, self.ports[p as usize].rate_bps) + self.ports[p as usize].delay)
-                    .sum();
-                first_trip + ser_time(wire - first, min_rate) + back
+                // Each link at the fastest it can ever go, so the ideal stays a lower
+                // bound: a schedule's peak rate; a trace link has no serialisation
+                // time of its own (several opportunities may fall at one instant).
+                let link = |&p: &u32| {
+                    let port = &self.ports[p as usize];
+                    let rate = match port.model.as_deref().and_then(|m| m.timing.as_ref()) {
+                        Some(LinkTiming::Schedule(s)) => s.steps().iter().fold(port.rate_bps, |r, x| r.max(x.1)),
+                        Some(LinkTiming::Trace(_)) => u64::MAX,
+                        None => port.rate_bps,
+                    };
+                    (rate, port.delay)
+                };
+                crate::metrics::ideal_fct(s.size, payload, header, ack, fwd.iter().map(link), rev.iter().map(link))
             };
             let first_msg =
                 if s.messages.is_empty() { s.size } else { s.size - s.messages.iter().map(|m| m.1).sum::<u64>() };

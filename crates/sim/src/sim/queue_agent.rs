@@ -89,6 +89,11 @@ impl QueueAgents {
         let a = &self.agents[i as usize];
         (a.port, a.queue)
     }
+
+    /// Checks an action given through the bridge: an index into `agent.ecn_profiles`.
+    pub(super) fn check_action(&self, a: f32) -> Result<(), String> {
+        crate::cc::agent::check_index(a, self.profiles.len(), "agent.ecn_profiles")
+    }
 }
 
 impl Simulation {

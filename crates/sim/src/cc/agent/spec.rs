@@ -199,6 +199,18 @@ pub enum PerAck {
 }
 
 impl ActionMap {
+    /// Checks an action given through the bridge: finite, and for the
+    /// index maps (`discrete`, `per_ack`) an integer index into the table.
+    /// Continuous maps clamp to their range, as their action spaces say; an
+    /// index outside the table has no meaning, so it is an error, not a clamp.
+    pub fn check(&self, a: f32) -> Result<(), String> {
+        match self {
+            ActionMap::Discrete(t) => check_index(a, t.len(), "agent.discrete"),
+            ActionMap::PerAck(t) => check_index(a, t.len(), "agent.per_ack"),
+            _ => check_finite(a),
+        }
+    }
+
     /// Whether the action drives the window (the flow then starts with `initial_window`).
     pub fn sets_window(&self) -> bool {
         matches!(self, ActionMap::Window { .. } | ActionMap::PerAck(_))
@@ -434,4 +446,25 @@ impl AgentSpec {
             _ => 0.0,
         }
     }
+}
+
+/// An action must be a number: NaN (a diverged policy) or an infinity would
+/// otherwise be applied as "keep" or clamped without a word.
+pub fn check_finite(a: f32) -> Result<(), String> {
+    if a.is_nan() {
+        Err("is not a number (NaN); give a finite action".into())
+    } else if a.is_infinite() {
+        Err(format!("is infinite ({a}); give a finite action"))
+    } else {
+        Ok(())
+    }
+}
+
+/// An index action must be an integer in `0..len` (`table` names the list it indexes).
+pub fn check_index(a: f32, len: usize, table: &str) -> Result<(), String> {
+    check_finite(a)?;
+    if a.fract() != 0.0 || a < 0.0 || a >= len as f32 {
+        return Err(format!("is not an index into {table}: give an integer from 0 to {}", len.saturating_sub(1)));
+    }
+    Ok(())
 }
