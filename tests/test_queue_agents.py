@@ -275,3 +275,26 @@ def test_single_flow_envs_refuse_queue_agents() -> None:
         CcFlowEnv(scenario())
     with pytest.raises(ValueError, match="switch-queue agents"):
         CcFlowVectorEnv(scenario())
+
+
+def test_keep_profile_actions_read_the_profile_in_force() -> None:
+    """The answer that changes nothing (an omitted PettingZoo/RLlib action, a settled batch)
+    is the index of the profile each queue has now, read from its newest observation row."""
+    from ccgym.agent_defaults import keep_profile_actions
+    from ccgym.env.bridge import AgentPool
+
+    cfg = scenario()["agent"]
+    pool = AgentPool(scenario(), cc=None, auto_reset=False)
+    seen = []
+    for step in range(6):
+        q = pool.step_groups()["queue"]
+        if not len(q):
+            continue
+        seen.append(int(keep_profile_actions(cfg, q.obs)[0]))
+        # Profile 1 from the first answer on; it lands 3 us later, before the next sample.
+        pool.act({"queue": np.full(len(q), 1.0 if step == 0 else keep_profile_actions(cfg, q.obs))})
+    assert seen[0] == 0 and seen[1:] == [1] * (len(seen) - 1), seen
+    three = [*PROFILES, {"kmin": "1KiB", "kmax": "2KiB", "pmax": 1.0}]
+    obs = np.zeros((3, NF * 2), np.float32)
+    obs[:, -NF + QUEUE_FEATURES.index("ecn_profile")] = [0.0, 0.5, 1.0]
+    assert keep_profile_actions({"ecn_profiles": three}, obs).tolist() == [0.0, 1.0, 2.0]

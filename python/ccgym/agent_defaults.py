@@ -27,6 +27,7 @@ __all__ = [
     "QUEUE_FEATURES",
     "AURORA_ACTION_BOUND",
     "BRIDGE_REWARDS",
+    "keep_profile_actions",
     "keep_rate_actions",
     "neutral_action",
 ]
@@ -72,6 +73,20 @@ def neutral_action(cfg: Mapping[str, Any]) -> float:
     if kind == "rate":
         return float("nan")
     return 0.0
+
+
+def keep_profile_actions(cfg: Mapping[str, Any], obs: np.ndarray) -> np.ndarray:
+    """For every row of queue-agent observations ``obs``, the index of the ECN profile its
+    queue has now (the answer that changes nothing), read from the ``ecn_profile`` feature of
+    the newest observation row (the index over ``len(agent.ecn_profiles) - 1``)."""
+    n = len(cfg.get("ecn_profiles") or [])
+    obs = np.asarray(obs, np.float64)
+    obs = obs.reshape(len(obs), -1)
+    if n <= 1 or obs.shape[1] == 0:
+        return np.zeros(len(obs), np.float32)
+    nf = len(QUEUE_FEATURES)
+    col = obs.shape[1] - nf + QUEUE_FEATURES.index("ecn_profile")
+    return np.clip(np.rint(obs[:, col] * (n - 1)), 0, n - 1).astype(np.float32)
 
 
 def keep_rate_actions(cfg: Mapping[str, Any], obs: np.ndarray) -> np.ndarray:

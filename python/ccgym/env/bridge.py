@@ -44,7 +44,12 @@ from typing import Any
 import numpy as np
 
 from ccgym._errors import ScenarioError
-from ccgym.agent_defaults import AGENT_DEFAULTS, keep_rate_actions, neutral_action
+from ccgym.agent_defaults import (
+    AGENT_DEFAULTS,
+    keep_profile_actions,
+    keep_rate_actions,
+    neutral_action,
+)
 from ccgym.runner import native, scenario_json
 from ccgym.scenario import ScenarioSpec, load_scenario
 
@@ -581,7 +586,7 @@ class AgentPool:
 
     def _settle(self) -> None:
         """Answer an unanswered batch with rate-keeping actions (before a reset); queue agents
-        keep their ECN profile (NaN)."""
+        keep their ECN profile."""
         if not self._awaiting:
             return
         last = self._last_groups["flow"]
@@ -593,7 +598,11 @@ class AgentPool:
         if len(self.groups) == 1:
             self.act(actions)
             return
-        queue = np.full(len(self._last_groups["queue"]), np.nan, np.float32)
+        qb = self._last_groups["queue"]
+        queue = np.zeros(len(qb), np.float32)
+        for s in np.unique(qb.sim):
+            rows = qb.sim == s
+            queue[rows] = keep_profile_actions(self.agent_config(int(s)), qb.obs[rows])
         self.act({"flow": actions, "queue": queue})
 
     def _auto_reset(self) -> None:

@@ -192,7 +192,7 @@ class CcParallelEnv(ParallelEnv[AgentID, np.ndarray, Any]):
         if "queue" in self.pool.groups:
             q = self.pool.last_batches["queue"]
             q_names = self._group_names("queue", q.select(q.request))
-            queue_actions = named_queue_actions(q, q_names, actions)
+            queue_actions = named_queue_actions(self.config, q, q_names, actions)
             self.pool.act({"flow": flow_actions, "queue": queue_actions})
         else:
             self.pool.act(flow_actions)

@@ -123,7 +123,9 @@ class CcRllibEnv(MultiAgentEnv):
             return
         q = self.pool.last_batches["queue"]
         q_names = self._group_names("queue", q.select(q.request))
-        self.pool.act({"flow": flow_actions, "queue": named_queue_actions(q, q_names, actions)})
+        self.pool.act(
+            {"flow": flow_actions, "queue": named_queue_actions(self.config, q, q_names, actions)}
+        )
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

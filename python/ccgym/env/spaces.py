@@ -8,11 +8,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ccgym.agent_defaults import AGENT_DEFAULTS, AURORA_ACTION_BOUND, keep_rate_actions
+from ccgym.agent_defaults import (
+    AGENT_DEFAULTS,
+    AURORA_ACTION_BOUND,
+    keep_profile_actions,
+    keep_rate_actions,
+)
 
 __all__ = [
     "AURORA_ACTION_BOUND",
     "action_space",
+    "keep_profile_actions",
     "keep_rate_actions",
     "observation_space",
     "to_bridge",
@@ -92,11 +98,13 @@ def queue_action_space(cfg: Mapping[str, Any]) -> gym.spaces.Discrete:
     return gym.spaces.Discrete(len(cfg.get("ecn_profiles") or []))
 
 
-def named_queue_actions(batch: Any, names: list[Any], actions: Mapping[Any, Any]) -> np.ndarray:
+def named_queue_actions(
+    cfg: Mapping[str, Any], batch: Any, names: list[Any], actions: Mapping[Any, Any]
+) -> np.ndarray:
     """The bridge action vector of a queue-agent batch from a dict of actions keyed by agent
     name (``names``: those of the batch's requesting entries, in order). A queue whose agent
-    gave no action keeps its profile (NaN)."""
-    out = np.full(len(batch), np.nan, np.float32)
+    gave no action keeps its profile (:func:`keep_profile_actions`)."""
+    out = keep_profile_actions(cfg, batch.obs)
     idx = np.flatnonzero(batch.request)
     for i, name in zip(idx, names, strict=True):
         if name in actions:
