@@ -155,6 +155,17 @@ def test_agent_pool_calls_never_crash_and_refuse_what_they_cannot_honour(
     _verdict("pool", case, reply, harness.check_bridge(reply))
 
 
+@settings(PROFILE_SETTINGS, max_examples=max(BRIDGE_CASES // 2, 10))
+@given(scenario=strategies.agent_scenario(), calls=strategies.parallel_calls())
+def test_pettingzoo_steps_never_crash_and_refuse_unknown_agents(
+    worker: harness.Worker, scenario: dict[str, Any], calls: list[list[Any]]
+) -> None:
+    pytest.importorskip("pettingzoo")
+    case = {"scenario": scenario, "calls": calls}
+    reply = worker.request({"op": "parallel", **case})
+    _verdict("parallel", case, reply, harness.check_bridge(reply))
+
+
 def test_worker_reports_a_dead_process_and_a_timeout_as_failures() -> None:
     """The harness itself: an abort and an overrun become replies, and the next case runs."""
     w = harness.Worker(timeout_s=5)

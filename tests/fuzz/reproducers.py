@@ -108,4 +108,6 @@ BRIDGE: list[tuple[str, int, str, dict[str, Any], list[list[Any]]]] = [
      [["agent_step"], ["agent_act", {"values": [5.0]}]]),
     ("second-act-pool", 7, "pool", _agents(),
      [["step"], ["act", {"values": [0.0]}], ["act", {"values": [0.0]}]]),
+    ("unknown-pettingzoo-agent", 7, "parallel", _agents(),
+     [["reset", 1], ["step", {"drop": 0, "extra": ["flow_999"], "value": 0.0}]]),
 ]  # fmt: skip

@@ -634,3 +634,21 @@ def pool_calls(draw: st.DrawFn) -> list[list[Any]]:
         else:
             calls.append([op, draw(st.sampled_from([None, 0, 1, 7, 2**31]))])
     return calls
+
+
+@st.composite
+def parallel_calls(draw: st.DrawFn) -> list[list[Any]]:
+    """PettingZoo calls: ``reset`` and ``step`` with actions for some live agents and maybe for
+    agents that do not exist."""
+    calls: list[list[Any]] = [["reset", draw(st.integers(0, 100))]]
+    for _ in range(draw(st.integers(1, 12))):
+        if draw(st.integers(0, 7)) == 0:
+            calls.append(["reset", draw(st.sampled_from([None, 0, 5]))])
+            continue
+        calls.append(["step", {
+            "drop": draw(st.integers(0, 2)),
+            "extra": draw(st.lists(st.sampled_from(["flow_999", "nobody", "flow_-1"]),
+                                   max_size=2 if draw(st.integers(0, 3)) == 0 else 0)),
+            "value": draw(st.sampled_from([0.0, 0.5, -1.0, 1.0])),
+        }])
+    return calls

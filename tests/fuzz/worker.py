@@ -276,7 +276,57 @@ def pool_calls(req: dict[str, Any]) -> dict[str, Any]:
     return {"status": "ok", "outcomes": outcomes, "summary": summary}
 
 
-OPS = {"scenario": run_scenario, "native_bridge": native_bridge, "pool": pool_calls}
+def parallel_calls(req: dict[str, Any]) -> dict[str, Any]:
+    """Calls on the PettingZoo adapter: ``reset`` and ``step`` with a dict of actions that may
+    leave live agents out and name agents that do not exist."""
+    from ccgym.env.pettingzoo_env import CcParallelEnv
+
+    scenario = dict(req["scenario"])
+    scenario["agent"] = {k: v for k, v in scenario["agent"].items()
+                         if k not in ("trigger", "policy_delay", "queues", "ecn_profiles")}
+    try:
+        env = CcParallelEnv(scenario, interval="10us")
+    except ScenarioError as e:
+        return {"status": "rejected", "stage": "build", "type": type(e).__name__,
+                "message": str(e)}  # fmt: skip
+    except BaseException as e:  # noqa: BLE001
+        return {**_error(e), "stage": "build"}
+    outcomes = []
+    for call in req["calls"]:
+        name, args = call[0], call[1:]
+        expect = None
+        try:
+            if name == "reset":
+                env.reset(seed=args[0])
+                out: dict[str, Any] = {"status": "ok", "agents": len(env.agents)}
+            elif name == "step":
+                spec = args[0]
+                live = list(env.agents)
+                actions: dict[Any, Any] = {a: spec["value"] for a in live[spec["drop"]:]}
+                for extra in spec["extra"]:
+                    actions[extra] = spec["value"]
+                if any(a not in live for a in spec["extra"]) and live:
+                    expect = "an action for an agent that is not live (class 7)"
+                env.step(actions)
+                out = {"status": "ok", "agents": len(env.agents)}
+            else:
+                raise AssertionError(f"unknown call {name}")
+        except AssertionError:
+            raise
+        except BaseException as e:  # noqa: BLE001
+            out = _error(e)
+        outcomes.append({"call": name, "args": args, "expect": expect, **out})
+        if out["status"] == "exception":
+            break
+    try:
+        summary = env.pool.summary(0)
+    except BaseException as e:  # noqa: BLE001
+        return {"status": "ok", "outcomes": outcomes, "summary_error": _error(e)}
+    return {"status": "ok", "outcomes": outcomes, "summary": summary}
+
+
+OPS = {"scenario": run_scenario, "native_bridge": native_bridge, "pool": pool_calls,
+       "parallel": parallel_calls}  # fmt: skip
 
 
 def main() -> None:
