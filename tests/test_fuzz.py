@@ -202,7 +202,8 @@ def test_reproducers_of_failures_found_on_main(
 ) -> None:
     """The minimal cases of the failures the fuzzer found (issue 16; class 0: not one of its
     nine classes), each checked for the property it broke."""
-    case = {"scenario": scenario, "expect_reject": prop if prop == "reject" else None}
+    case = {"scenario": scenario, "expect_reject": prop if prop == "reject" else None,
+            "exact_int": True}
     reply = worker.request({"op": "scenario", "scenario": scenario, "runs": 1}, timeout_s=15)
     bad = harness.check_scenario(reply, _PROPERTY_CHECKS[prop], True, case)
     assert not bad, "; ".join(bad)

@@ -7,7 +7,9 @@ class (``0``: not one of its nine classes).
 
 from __future__ import annotations
 
+import atexit
 import math
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICY = str(ROOT / "python" / "ccgym" / "policies" / "adpg-default.json")
 
 _TMP = Path(tempfile.mkdtemp(prefix="ccgym-repro-"))
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 ZERO_CDF = _TMP / "zero.cdf"
 ZERO_CDF.write_text("0 0.5\n0 1.0\n")
 TINY_CDF = _TMP / "tiny.cdf"
@@ -75,6 +78,9 @@ SCENARIOS: list[tuple[str, int, str, dict[str, Any]]] = [
         "workload": _long()}),
     ("huge-integer", 8, "outcome", {
         "duration": "100us", "seed": 2**64, "topology": _star(2), "workload": _long()}),
+    ("huge-integer-accepted", 8, "reject", {
+        "duration": "100us", "topology": _star(2), "switch": {"buffer": 2**70},
+        "workload": _long()}),
     # 100,000 flows that start at the end: nothing to simulate, but a per-flow series of a
     # million samples (400 GB) is accepted.
     ("flow-series-memory", 9, "outcome", {
@@ -106,6 +112,10 @@ BRIDGE: list[tuple[str, int, str, dict[str, Any], list[list[Any]]]] = [
     ("ecn-profile-out-of-range-native", 7, "native_bridge",
      _agents(queues=["sw0->h0"], ecn_profiles=[{"kmin": 1000, "kmax": 9000, "pmax": 0.5}]),
      [["agent_step"], ["agent_act", {"values": [5.0]}]]),
+    # The network runs on while a blocking decision waits, and the batch grows: agent_act then
+    # wants more actions than agent_step returned.
+    ("run-until-while-a-batch-waits", 7, "native_bridge", _agents(policy_delay="0s"),
+     [["agent_step"], ["run_until", 1.0], ["agent_act", {"values": [0.0]}]]),
     ("second-act-pool", 7, "pool", _agents(),
      [["step"], ["act", {"values": [0.0]}], ["act", {"values": [0.0]}]]),
     ("unknown-pettingzoo-agent", 7, "parallel", _agents(),

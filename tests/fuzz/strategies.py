@@ -18,9 +18,11 @@ profile leaves out while their fixes are not merged (empty once they are).
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import math
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -51,6 +53,7 @@ chosen from it, the link rate and the packet size."""
 
 # A CDF whose sizes are all zero (class 1: "sizes average zero"), written once per session.
 _TMP = Path(tempfile.mkdtemp(prefix="ccgym-fuzz-"))
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 ZERO_CDF = _TMP / "zero.cdf"
 ZERO_CDF.write_text("0 0.5\n0 1.0\n")
 TINY_CDF = _TMP / "tiny.cdf"
@@ -370,7 +373,7 @@ def hostile_mutation(draw: st.DrawFn, sc: dict[str, Any], d_ns: int,
                      exclude: frozenset[int]) -> tuple[str, int | None]:
     """Apply one hostile change to ``sc``; return its description and issue-16 class (or None).
     A description that starts with ``reject:`` is a scenario that cannot work as written and
-    must be refused."""
+    must be refused; ``exact-int:`` marks an integer too large for a double's mantissa."""
     hosts = n_hosts(sc["topology"])
     known: list[tuple[int, str]] = [
         (1, "messages_count"), (1, "incast_count"), (1, "flows_per_host"), (1, "zero_cdf"),
@@ -431,7 +434,7 @@ def hostile_mutation(draw: st.DrawFn, sc: dict[str, Any], d_ns: int,
         path = draw(st.sampled_from(["seed", "switch.queues", "packets.payload", "switch.buffer",
                                      "host.ack_every", "workload[0].flows_per_host"]))
         set_path(sc, path, draw(st.sampled_from([2**64, 2**70, -(2**64)])))
-        return f"reject: {choice} {path}", cls
+        return f"reject: exact-int: {choice} {path}", cls
     elif choice == "series_memory":
         sc["workload"] = [{"kind": "long", "receiver": 0, "flows_per_host": 50_000,
                            "start": "1s"}]  # fmt: skip
@@ -447,7 +450,8 @@ def hostile_mutation(draw: st.DrawFn, sc: dict[str, Any], d_ns: int,
             set_path(sc, path, value)
         except (IndexError, TypeError, KeyError, AttributeError):
             return f"field {path} (not applicable)", None
-        return f"field {path} = {value!r}", None
+        exact = isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**53
+        return ("exact-int: " if exact else "") + f"field {path} = {value!r}", None
     return choice, cls
 
 
@@ -518,7 +522,11 @@ def scenario_case(draw: st.DrawFn, hostile: bool = True,
         what, cls = draw(hostile_mutation(sc, d_ns, exclude))
         tags.append(f"hostile {what}" + (f" (class {cls})" if cls else ""))
         if what.startswith("reject: "):
-            case["expect_reject"] = what.removeprefix("reject: ")
+            what = what.removeprefix("reject: ")
+            case["expect_reject"] = what
+        if what.startswith("exact-int: "):
+            # An integer beyond 2^53: an error must not call it a floating-point number.
+            case["exact_int"] = True
     return case
 
 

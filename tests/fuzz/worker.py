@@ -199,6 +199,8 @@ def native_bridge(req: dict[str, Any]) -> dict[str, Any]:
                 acted = True
                 out = {"status": "ok"}
             elif name == "run_until":
+                if requests.any() and not acted:
+                    expect = "run_until while a batch awaits its answer (class 7)"
                 over = bool(sim.run_until(int(args[0] * sim.end_ps) if isinstance(args[0], float)
                                           else args[0]))  # fmt: skip
                 out = {"status": "ok", "over": over}
