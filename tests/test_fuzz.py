@@ -112,8 +112,14 @@ def test_scenarios_are_rejected_naming_a_field_or_finish_within_budget(
     _scenario(worker, "outcome", case, 1, (), outcome=True)
 
 
+# The classes whose hostile cases abort or hang until their budgets are in place: judged by the
+# outcome property above, left out of the properties of finished runs (where a hang would only
+# cost its wall-clock budget).
+BUDGET_CLASSES = frozenset({1, 2, 9})
+
+
 @PROFILE_SETTINGS
-@given(case=strategies.scenario_case(hostile=True, exclude=EXCLUDE))
+@given(case=strategies.scenario_case(hostile=True, exclude=EXCLUDE | BUDGET_CLASSES))
 def test_finished_runs_conserve_bytes_stay_in_their_buffers_and_repeat_with_their_seed(
     worker: harness.Worker, case: dict[str, Any]
 ) -> None:

@@ -199,10 +199,10 @@ def native_bridge(req: dict[str, Any]) -> dict[str, Any]:
                 acted = True
                 out = {"status": "ok"}
             elif name == "run_until":
-                if requests.any() and not acted:
+                target = int(args[0] * sim.end_ps) if isinstance(args[0], float) else args[0]
+                if requests.any() and not acted and min(target, sim.end_ps) > sim.now_ps:
                     expect = "run_until while a batch awaits its answer (class 7)"
-                over = bool(sim.run_until(int(args[0] * sim.end_ps) if isinstance(args[0], float)
-                                          else args[0]))  # fmt: skip
+                over = bool(sim.run_until(target))
                 out = {"status": "ok", "over": over}
             elif name == "set_link_rate":
                 sim.set_link_rate(*args)
