@@ -445,7 +445,9 @@ def hostile_mutation(draw: st.DrawFn, sc: dict[str, Any], d_ns: int,
     else:
         path = draw(st.sampled_from(HOSTILE_FIELDS + [f"workload[0].{k}" for k in w0
                                                       if k not in ("kind",)]))  # fmt: skip
-        value = draw(st.sampled_from(HOSTILE_VALUES))
+        # Half a second is a valid duration, only a long one: not a hostile value there.
+        pool = [v for v in HOSTILE_VALUES if v != 0.5] if path == "duration" else HOSTILE_VALUES
+        value = draw(st.sampled_from(pool))
         try:
             set_path(sc, path, value)
         except (IndexError, TypeError, KeyError, AttributeError):
