@@ -5,6 +5,7 @@
 #   make run-scenario  run one scenario and print its summary (SCENARIO=incast-16)
 #   make test          Rust tests, rustfmt, clippy, ruff, pytest (installs chromium if missing)
 #   make perf          the standard incast benchmark (ccgym perf)
+#   make fuzz          the fuzzer's long profile: thousands of generated scenarios and bridge calls
 #   make lint          rustfmt --check, clippy, ruff
 #
 # run, run-scenario and perf install only the package's own dependencies; test and lint also
@@ -36,7 +37,7 @@ export VIRTUAL_ENV := $(VENV_DIR)
 export PYO3_PYTHON := $(BIN)/python
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help build run run-scenario chromium test perf lint clean
+.PHONY: help build run run-scenario chromium test perf lint clean fuzz
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -85,6 +86,12 @@ test: $(FULL_STAMP) build chromium
 
 perf: build
 	$(BIN)/ccgym perf
+
+# The property-based fuzzer of tests/test_fuzz.py with its long profile (random cases, 3000
+# scenarios by default: CCGYM_FUZZ_EXAMPLES=N); `make test` runs its fixed profile. Prints the
+# number of cases and their outcomes; docs/limits.md says what it checks.
+fuzz: $(FULL_STAMP) build
+	CCGYM_FUZZ=long $(BIN)/python -m pytest -q -s tests/test_fuzz.py
 
 lint: $(FULL_STAMP)
 	$(CARGO) fmt --all --check

@@ -1,0 +1,123 @@
+"""Minimal reproducers of the failures the fuzzer found on main at 73f714a (issue 16).
+
+Each entry is one small case and the property it broke there; ``tests/test_fuzz.py`` runs them
+all through the worker, so they pass once the issue's fixes are in. The ``cls`` is the issue's
+class (``0``: not one of its nine classes).
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = str(ROOT / "python" / "ccgym" / "policies" / "adpg-default.json")
+
+_TMP = Path(tempfile.mkdtemp(prefix="ccgym-repro-"))
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
+ZERO_CDF = _TMP / "zero.cdf"
+ZERO_CDF.write_text("0 0.5\n0 1.0\n")
+TINY_CDF = _TMP / "tiny.cdf"
+TINY_CDF.write_text("1 0.5\n64 1.0\n")
+
+
+def _star(hosts: int, **extra: Any) -> dict[str, Any]:
+    return {"kind": "star", "hosts": hosts, **extra}
+
+
+def _long(**extra: Any) -> list[dict[str, Any]]:
+    return [{"kind": "long", "receiver": 0, **extra}]
+
+
+def _flow(**extra: Any) -> list[dict[str, Any]]:
+    return [{"kind": "flows", "flows": [{"src": 0, "dst": 1, **extra}]}]
+
+
+# (id, class, property, case). The property is one of "outcome" (refused naming a field, or
+# finished within budget), "reject" (must be refused), "buffer", "slowdown", "utilisation".
+SCENARIOS: list[tuple[str, int, str, dict[str, Any]]] = [
+    ("messages-count", 1, "outcome", {"duration": "1ms", "topology": _star(2), "workload": [
+        {"kind": "messages", "receiver": 0, "size": 1000, "count": 10**9, "period": "1ps"}]}),
+    ("incast-count", 1, "outcome", {"duration": "1ms", "topology": _star(3), "workload": [
+        {"kind": "incast", "receiver": 0, "size": 1000, "count": 10**9, "period": "1ps"}]}),
+    ("zero-mean-cdf", 1, "outcome", {"duration": "1ms", "topology": _star(2), "workload": [
+        {"kind": "poisson", "load": 1.0, "cdf": str(ZERO_CDF)}]}),
+    # About 1.9 million flows (under the 5 million limit) of about 1.4 kB each: 2.7 GB at set-up.
+    ("poisson-2M-flows", 1, "outcome", {"duration": "300us", "topology": _star(9), "workload": [
+        {"kind": "poisson", "load": 1.0, "cdf": str(TINY_CDF)}]}),
+    ("agent-interval-1ps", 2, "outcome", {
+        "duration": "2ms", "topology": _star(3), "cc": {"algorithm": "agent"},
+        "agent": {"policy": POLICY, "trigger": "interval", "interval": "1ps",
+                  "features": ["action", "adpg"], "history": 2},
+        "workload": _long()}),
+    ("pfc-reserves-exceed-buffer", 3, "buffer", {
+        "duration": "100us", "topology": _star(17),
+        "switch": {"buffer": "256KiB", "pfc": {"enabled": True}}, "workload": _long()}),
+    ("lossy-buffer-below-one-packet", 3, "reject", {
+        "duration": "100us", "topology": _star(3), "switch": {"buffer": 500},
+        "workload": _long()}),
+    ("short-last-packet-after-bottleneck", 4, "slowdown", {
+        "duration": "100us",
+        "topology": {"kind": "dumbbell", "left": 1, "right": 1, "link_rate": "100Gbps",
+                     "bottleneck_rate": "10Gbps"},
+        "workload": _flow(size=1100)}),
+    # The ideal uses the topology's rates; a [[link]] schedule can make a link faster.
+    ("schedule-above-topology-rate", 4, "slowdown", {
+        "duration": "100us", "topology": _star(2, link_rate="25Gbps"),
+        "workload": _flow(size=200_000),
+        "link": [{"from": "h0", "to": "sw0", "schedule": [{"at": "1us", "rate": "100Gbps"}]},
+                 {"from": "sw0", "to": "h1", "schedule": [{"at": "1us", "rate": "100Gbps"}]}]}),
+    ("stop-before-start", 7, "reject", {
+        "duration": "100us", "topology": _star(2), "workload": _flow(start="50us", stop="20us")}),
+    ("nan-number", 8, "outcome", {
+        "duration": "100us", "topology": _star(2), "switch": {"dt_alpha": math.nan},
+        "workload": _long()}),
+    ("huge-integer", 8, "outcome", {
+        "duration": "100us", "seed": 2**64, "topology": _star(2), "workload": _long()}),
+    ("huge-integer-accepted", 8, "reject", {
+        "duration": "100us", "topology": _star(2), "switch": {"buffer": 2**70},
+        "workload": _long()}),
+    # 100,000 flows that start at the end: nothing to simulate, but a per-flow series of a
+    # million samples (400 GB) is accepted.
+    ("flow-series-memory", 9, "outcome", {
+        "duration": "1s", "topology": _star(3),
+        "metrics": {"sample_interval": "1us", "flow_series": True},
+        "workload": _long(flows_per_host=50_000, start="1s")}),
+    # Bytes are counted when a packet starts serialising: one packet in a short window.
+    ("utilisation-counted-at-serialisation-start", 0, "utilisation", {
+        "duration": "20us", "topology": _star(2, link_rate="100Mbps"), "workload": _flow()}),
+    # Utilisation is relative to the rate at the end of the window.
+    ("utilisation-after-rate-step", 0, "utilisation", {
+        "duration": "20us", "topology": _star(2), "workload": _flow(),
+        "link": [{"from": "h0", "to": "sw0", "schedule": [{"at": "10us", "rate": "10Gbps"}]}]}),
+]  # fmt: skip
+
+
+def _agents(**agent: Any) -> dict[str, Any]:
+    return {"duration": "200us", "topology": _star(3), "cc": {"algorithm": "agent"},
+            "agent": {"trigger": "interval", "interval": "10us", **agent},
+            "workload": _long()}  # fmt: skip
+
+
+# (id, class, op, scenario, calls): every call the worker marks as one to refuse must raise.
+BRIDGE: list[tuple[str, int, str, dict[str, Any], list[list[Any]]]] = [
+    ("second-act-native", 7, "native_bridge", _agents(),
+     [["agent_step"], ["agent_act", {"values": [0.0]}], ["agent_act", {"values": [0.0]}]]),
+    ("discrete-out-of-range-native", 7, "native_bridge", _agents(action="discrete"),
+     [["agent_step"], ["agent_act", {"values": [99.0]}]]),
+    ("ecn-profile-out-of-range-native", 7, "native_bridge",
+     _agents(queues=["sw0->h0"], ecn_profiles=[{"kmin": 1000, "kmax": 9000, "pmax": 0.5}]),
+     [["agent_step"], ["agent_act", {"values": [5.0]}]]),
+    # The network runs on while a blocking decision waits, and the batch grows: agent_act then
+    # wants more actions than agent_step returned.
+    ("run-until-while-a-batch-waits", 7, "native_bridge", _agents(policy_delay="0s"),
+     [["agent_step"], ["run_until", 1.0], ["agent_act", {"values": [0.0]}]]),
+    ("second-act-pool", 7, "pool", _agents(),
+     [["step"], ["act", {"values": [0.0]}], ["act", {"values": [0.0]}]]),
+    ("unknown-pettingzoo-agent", 7, "parallel", _agents(),
+     [["reset", 1], ["step", {"drop": 0, "extra": ["flow_999"], "value": 0.0}]]),
+]  # fmt: skip
