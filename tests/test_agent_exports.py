@@ -113,3 +113,15 @@ def test_aurora_bound_is_the_cores() -> None:
     space = action_space({**AGENT_DEFAULTS, "action": "aurora"})
     assert float(space.high[0]) == pytest.approx(_sim.AURORA_ACTION_BOUND)
     assert float(space.low[0]) == pytest.approx(-_sim.AURORA_ACTION_BOUND)
+
+
+@pytest.mark.parametrize(
+    ("steps", "neutral"), [([10, 0, -1], 1), (["reno", 3, -5], 1), (["reno"], 0), ([-2, 5], 0)]
+)
+def test_per_ack_neutral_is_the_fixed_step_closest_to_zero(steps: list, neutral: int) -> None:
+    # As the core's AgentSpec::neutral_action: the rule that changes the window least.
+    assert neutral_action({"action": "per_ack", "per_ack": steps}) == neutral
+
+
+def test_window_has_no_neutral_value() -> None:
+    assert np.isnan(neutral_action({"action": "window"}))

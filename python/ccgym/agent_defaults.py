@@ -60,17 +60,24 @@ AURORA_ACTION_BOUND: float = float(_core.AURORA_ACTION_BOUND)
 
 
 def neutral_action(cfg: Mapping[str, Any]) -> float:
-    """The action that keeps a flow's rate under the action mapping of ``cfg``.
+    """The action that keeps a flow's rate (or window) under the action mapping of ``cfg``,
+    as the core chooses it for a decision nobody answers.
 
     ``multiplier`` and ``aurora``: 0; ``discrete``: the index of the multiplier closest to 1;
-    ``rate``: NaN (there is no rate-keeping value; callers that need one use the ``rate``
-    feature of the observation instead, see :func:`keep_rate_actions`).
+    ``per_ack``: the index of the fixed per-ACK step closest to 0 (the first rule if none is
+    fixed); ``rate`` and ``window``: NaN, as there is no keeping value (the bridge refuses NaN;
+    for ``rate`` callers use the ``rate`` feature of the observation instead, see
+    :func:`keep_rate_actions`).
     """
     kind = cfg.get("action", AGENT_DEFAULTS["action"])
     if kind == "discrete":
         table = np.asarray(cfg.get("discrete", AGENT_DEFAULTS["discrete"]), dtype=np.float64)
         return float(np.argmin(np.abs(table - 1.0)))
-    if kind == "rate":
+    if kind == "per_ack":
+        steps = list(cfg.get("per_ack", AGENT_DEFAULTS["per_ack"]))
+        fixed = [(abs(float(s)), i) for i, s in enumerate(steps) if not isinstance(s, str)]
+        return float(min(fixed)[1]) if fixed else 0.0
+    if kind in ("rate", "window"):
         return float("nan")
     return 0.0
 
