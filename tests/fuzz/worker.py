@@ -75,8 +75,18 @@ def _digest(tables: dict[str, dict[str, Any]]) -> str:
     return h.hexdigest()
 
 
+# Budgets that fit this worker's caps (the core's defaults, 4 GiB and 1e10 events, are for a
+# whole machine): a case the core accepts must then run to its end inside the address-space cap
+# and the time limit, so an abort or a time-out is a failure of the estimate, not of the setup.
+MEMORY_BUDGET = f"{int(os.environ.get('CCGYM_FUZZ_MEM_MB', '3072')) // 3}MiB"
+EVENT_BUDGET = 20_000_000
+
+
 def _build(scenario: dict[str, Any]) -> Any:
     data, base_dir = load_scenario(scenario)
+    limits = data.setdefault("limits", {})
+    limits.setdefault("max_memory", MEMORY_BUDGET)
+    limits.setdefault("max_events", EVENT_BUDGET)
     return _sim.Simulation(scenario_json(data), str(base_dir))
 
 
