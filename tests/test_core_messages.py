@@ -61,3 +61,21 @@ def test_nan_in_a_toml_file_is_named(tmp_path: Any) -> None:
     )
     with pytest.raises(ScenarioError, match=r"^switch\.ecn\.pmax: value NaN: is not a number"):
         ccgym.run(str(path), progress=False)
+
+
+def test_scenario_errors_survive_pickling() -> None:
+    """Bench workers send a refused scenario's error to their parent by pickle; the message
+    naming the field must arrive intact (it used to fail as `_sim.ScenarioError` could not be
+    found by that name)."""
+    import json
+    import pickle
+
+    from ccgym import _sim
+
+    try:
+        _sim.Simulation(json.dumps({"duration": "-1ms"}), ".")
+    except ScenarioError as e:
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is ScenarioError and str(back) == str(e) and "duration" in str(back)
+    else:
+        raise AssertionError("a negative duration must be refused")

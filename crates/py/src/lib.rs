@@ -18,13 +18,13 @@ use std::path::Path;
 use std::time::Instant;
 
 create_exception!(
-    _sim,
+    ccgym._sim,
     ScenarioError,
     PyValueError,
     "A scenario the simulator cannot run; the message names the field and the value."
 );
 create_exception!(
-    _sim,
+    ccgym._sim,
     InternalError,
     PyRuntimeError,
     "A bug inside the simulator (please report it with the scenario)."
@@ -111,8 +111,14 @@ impl Simulation {
     }
 
     /// Advances to `t_ps` (capped at the end); returns True when the run is over.
+    /// Refused (ValueError) while a batch from `agent_step` waits for `agent_act`.
     fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> PyResult<bool> {
-        self.core()?;
+        let core = self.core()?;
+        if core.agent_batch_waiting() && t_ps > core.now() {
+            return Err(PyValueError::new_err(
+                "an agent batch waits for its answer: call agent_act() before run_until()",
+            ));
+        }
         let mut sim = self.sim.take().expect("checked");
         let (sim, done) = py.detach(move || {
             guarded("run", move || {

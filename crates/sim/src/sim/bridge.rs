@@ -252,6 +252,13 @@ impl Simulation {
         Ok(true)
     }
 
+    /// A batch returned by `agent_step` waits for its `agent_act`: the network
+    /// must not move on meanwhile (its requests would go stale and new ones
+    /// join a batch the caller has already read).
+    pub fn agent_batch_waiting(&self) -> bool {
+        self.bridge.as_ref().is_some_and(|b| b.awaiting)
+    }
+
     /// Length of an agent observation (0 without an `[agent]` table).
     pub fn obs_dim(&self) -> usize {
         self.bridge.as_ref().map_or(0, |b| b.dim)
