@@ -55,8 +55,11 @@ _common = {
     "deadline": None,
     "database": None,
     "derandomize": not LONG,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
-                              HealthCheck.filter_too_much],  # fmt: skip
+    "suppress_health_check": [
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],  # fmt: skip
     # No shrinking: a generated case is already small, and shrinking a case that hangs or
     # aborts would repeat its wall-clock budget many times. A failure prints the case as JSON.
     "phases": [Phase.explicit, Phase.generate],
@@ -84,8 +87,18 @@ def _verdict(kind: str, case: dict[str, Any], reply: dict[str, Any], bad: list[s
     STATS[f"{kind}:{status}"] = STATS.get(f"{kind}:{status}", 0) + 1
     if os.environ.get("CCGYM_FUZZ_LOG"):
         with open(os.environ["CCGYM_FUZZ_LOG"], "a") as f:
-            f.write(json.dumps({"kind": kind, "status": status, "elapsed_s": reply.get("elapsed_s"),
-                                "tags": case.get("tags"), "failures": len(bad)}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "kind": kind,
+                        "status": status,
+                        "elapsed_s": reply.get("elapsed_s"),
+                        "tags": case.get("tags"),
+                        "failures": len(bad),
+                    }
+                )
+                + "\n"
+            )
     if not bad:
         return
     if COLLECT:
@@ -98,8 +111,14 @@ def _verdict(kind: str, case: dict[str, Any], reply: dict[str, Any], bad: list[s
     raise AssertionError(f"{kind} case {json.dumps(case, default=str)}: " + "; ".join(bad))
 
 
-def _scenario(worker: harness.Worker, name: str, case: dict[str, Any], runs: int,
-              checks: tuple[str, ...], outcome: bool) -> None:
+def _scenario(
+    worker: harness.Worker,
+    name: str,
+    case: dict[str, Any],
+    runs: int,
+    checks: tuple[str, ...],
+    outcome: bool,
+) -> None:
     reply = worker.request({"op": "scenario", "scenario": case["scenario"], "runs": runs})
     _verdict(name, case, reply, harness.check_scenario(reply, checks, outcome, case))
 
@@ -181,13 +200,29 @@ def test_worker_reports_a_dead_process_and_a_timeout_as_failures() -> None:
         assert died["status"] == "died" and harness.check_scenario(died)
         slow = w.request({"op": "scenario", "scenario": {}, "_test_sleep": 30}, timeout_s=1)
         assert slow["status"] == "timeout" and harness.check_scenario(slow)
-        ok = w.request({"op": "scenario", "runs": 2, "scenario": {
-            "duration": "50us", "topology": {"kind": "star", "hosts": 3},
-            "workload": [{"kind": "long", "receiver": 0, "size": 20_000}]}})
+        ok = w.request(
+            {
+                "op": "scenario",
+                "runs": 2,
+                "scenario": {
+                    "duration": "50us",
+                    "topology": {"kind": "star", "hosts": 3},
+                    "workload": [{"kind": "long", "receiver": 0, "size": 20_000}],
+                },
+            }
+        )
         assert ok["status"] == "ok" and harness.check_scenario(ok) == []
-        bad = w.request({"op": "scenario", "runs": 1, "scenario": {
-            "duration": "50us", "topology": {"kind": "star", "hosts": 0},
-            "workload": [{"kind": "long", "receiver": 0}]}})
+        bad = w.request(
+            {
+                "op": "scenario",
+                "runs": 1,
+                "scenario": {
+                    "duration": "50us",
+                    "topology": {"kind": "star", "hosts": 0},
+                    "workload": [{"kind": "long", "receiver": 0}],
+                },
+            }
+        )
         assert bad["status"] == "rejected" and harness.check_scenario(bad) == []
     finally:
         w.close()
@@ -208,8 +243,11 @@ def test_reproducers_of_failures_found_on_main(
 ) -> None:
     """The minimal cases of the failures the fuzzer found (issue 16; class 0: not one of its
     nine classes), each checked for the property it broke."""
-    case = {"scenario": scenario, "expect_reject": prop if prop == "reject" else None,
-            "exact_int": True}
+    case = {
+        "scenario": scenario,
+        "expect_reject": prop if prop == "reject" else None,
+        "exact_int": True,
+    }
     reply = worker.request({"op": "scenario", "scenario": scenario, "runs": 1}, timeout_s=15)
     bad = harness.check_scenario(reply, _PROPERTY_CHECKS[prop], True, case)
     assert not bad, "; ".join(bad)
@@ -217,8 +255,10 @@ def test_reproducers_of_failures_found_on_main(
 
 @pytest.mark.parametrize(
     ("op", "scenario", "calls"),
-    [pytest.param(op, sc, calls, id=f"class{c}-{name}")
-     for name, c, op, sc, calls in reproducers.BRIDGE],
+    [
+        pytest.param(op, sc, calls, id=f"class{c}-{name}")
+        for name, c, op, sc, calls in reproducers.BRIDGE
+    ],
 )
 def test_bridge_reproducers_of_failures_found_on_main(
     worker: harness.Worker, op: str, scenario: dict[str, Any], calls: list[list[Any]]

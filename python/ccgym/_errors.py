@@ -7,6 +7,8 @@ only the pure-Python parts are tested) a stand-in with the same base class is us
 
 from __future__ import annotations
 
+import json
+
 try:
     from ccgym._sim import InternalError, ScenarioError
 except ImportError:  # the native module is not built
@@ -39,4 +41,18 @@ def not_utf8(what: str, error: UnicodeDecodeError) -> ScenarioError:
     )
 
 
-__all__ = ["CorruptFileError", "CorruptFileWarning", "InternalError", "ScenarioError", "not_utf8"]
+def invalid_json(what: str, error: json.JSONDecodeError) -> ScenarioError:
+    """The error for a file that is not valid JSON: ``what`` names the file."""
+    return ScenarioError(
+        f"{what}: invalid JSON: {error.msg} (at line {error.lineno}, column {error.colno})"
+    )
+
+
+__all__ = [
+    "CorruptFileError",
+    "CorruptFileWarning",
+    "InternalError",
+    "ScenarioError",
+    "invalid_json",
+    "not_utf8",
+]

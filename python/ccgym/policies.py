@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ccgym._errors import ScenarioError, not_utf8
+from ccgym._errors import ScenarioError, invalid_json, not_utf8
 
 FORMAT = "ccgym-mlp"
 """The ``format`` field of a native policy file."""
@@ -559,9 +559,7 @@ def load_policy(spec: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, A
     except UnicodeDecodeError as e:
         raise not_utf8(f"policy file {path}", e) from None
     except json.JSONDecodeError as e:
-        raise ScenarioError(
-            f"policy file {path}: invalid JSON: {e.msg} (at line {e.lineno}, column {e.colno})"
-        ) from None
+        raise invalid_json(f"policy file {path}", e) from None
     try:
         if not isinstance(policy, dict):
             raise ValueError(f"holds a JSON {type(policy).__name__}, not an object")

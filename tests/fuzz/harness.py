@@ -122,7 +122,8 @@ def _finite(x: Any) -> bool:
 def _ended(reply: dict[str, Any]) -> str:
     """A case that killed its worker or overran its wall-clock budget."""
     return f"the case {reply['status']}: " + json.dumps(
-        {k: v for k, v in reply.items() if k != "status"})
+        {k: v for k, v in reply.items() if k != "status"}
+    )
 
 
 def check_error(reply: dict[str, Any], case: dict[str, Any] | None = None) -> list[str]:
@@ -130,8 +131,9 @@ def check_error(reply: dict[str, Any], case: dict[str, Any] | None = None) -> li
     is wrong (not serde's bare "expected value" for NaN and infinities; an integer given in the
     scenario (``case["exact_int"]``) not called a floating-point number)."""
     if reply.get("type") != "ScenarioError":
-        return [f"a bad scenario raised {reply.get('type')}, not ScenarioError: "
-                f"{reply.get('message')}"]
+        return [
+            f"a bad scenario raised {reply.get('type')}, not ScenarioError: {reply.get('message')}"
+        ]
     msg = reply.get("message", "")
     bad = []
     if not FIELD.match(msg):
@@ -225,8 +227,12 @@ CHECKS = {"consistency": check_consistency, "utilisation": check_utilisation,
           "slowdown": check_slowdown}  # fmt: skip
 
 
-def check_scenario(reply: dict[str, Any], checks: tuple[str, ...] = tuple(CHECKS),
-                   outcome: bool = True, case: dict[str, Any] | None = None) -> list[str]:
+def check_scenario(
+    reply: dict[str, Any],
+    checks: tuple[str, ...] = tuple(CHECKS),
+    outcome: bool = True,
+    case: dict[str, Any] | None = None,
+) -> list[str]:
     """Invariants of a ``scenario`` request: rejected with a named field, or finished (within
     the wall-clock budget, without killing the process) and then the ``checks`` on its run, and
     a second run with the same seed identical to the first. With ``outcome=False`` a case that
@@ -274,8 +280,7 @@ def check_bridge(reply: dict[str, Any]) -> list[str]:
         if out["status"] == "exception":
             bad.append(f"call {i} ({out['call']}) raised {out['type']}: {out['message']}")
         elif out.get("expect") and out["status"] != "rejected":
-            bad.append(f"call {i} ({out['call']} {out.get('args')}) was accepted: "
-                       f"{out['expect']}")
+            bad.append(f"call {i} ({out['call']} {out.get('args')}) was accepted: {out['expect']}")
     if "summary_error" in reply:
         bad.append(f"summary after the calls failed: {reply['summary_error']}")
     else:

@@ -191,13 +191,24 @@ def shrink_topology(draw: st.DrawFn, topo: dict[str, Any]) -> dict[str, Any]:
 
 
 @st.composite
-def workload_entry(draw: st.DrawFn, kind: str, hosts: int, index: int, plan: Plan,
-                   template: dict[str, Any] | None = None) -> dict[str, Any]:
+def workload_entry(
+    draw: st.DrawFn,
+    kind: str,
+    hosts: int,
+    index: int,
+    plan: Plan,
+    template: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A workload of ``kind`` on ``hosts`` hosts (from the bundled ``template`` if given)."""
     w: dict[str, Any] = {"kind": kind}
     if template:
-        w.update({k: v for k, v in template.items() if k in ("pattern", "cdf", "sampling", "load",
-                                                            "size", "fan_in", "class")})
+        w.update(
+            {
+                k: v
+                for k, v in template.items()
+                if k in ("pattern", "cdf", "sampling", "load", "size", "fan_in", "class")
+            }
+        )
     where = f"workload[{index}]"
     host = st.integers(0, hosts - 1)
     if kind == "long":
@@ -300,14 +311,29 @@ def _valid_mutations(hosts: int, kind: str) -> list[tuple[str, st.SearchStrategy
         ("switch.port_buffer", st.sampled_from([0, "36KiB", "150KiB", 10_000])),
         ("switch.latency", delays),
         ("switch.ack_high_priority", st.booleans()),
-        ("switch.ecn", st.fixed_dictionaries({
-            "enabled": st.booleans(), "kmin": st.sampled_from(["5KB", "100KB"]),
-            "kmax": st.sampled_from(["100KB", "400KB", "1500KiB"]), "pmax": st.floats(0.0, 1.0),
-            "at": st.sampled_from(["dequeue", "enqueue"])})),
-        ("switch.pfc", st.fixed_dictionaries({"enabled": st.booleans()}, optional={
-            "alpha": st.sampled_from([0.0625, 0.125, 1.0]),
-            "reserve": st.sampled_from([0, 1024, 4096]),
-            "headroom": st.sampled_from([0, "50KB"])})),
+        (
+            "switch.ecn",
+            st.fixed_dictionaries(
+                {
+                    "enabled": st.booleans(),
+                    "kmin": st.sampled_from(["5KB", "100KB"]),
+                    "kmax": st.sampled_from(["100KB", "400KB", "1500KiB"]),
+                    "pmax": st.floats(0.0, 1.0),
+                    "at": st.sampled_from(["dequeue", "enqueue"]),
+                }
+            ),
+        ),
+        (
+            "switch.pfc",
+            st.fixed_dictionaries(
+                {"enabled": st.booleans()},
+                optional={
+                    "alpha": st.sampled_from([0.0625, 0.125, 1.0]),
+                    "reserve": st.sampled_from([0, 1024, 4096]),
+                    "headroom": st.sampled_from([0, "50KB"]),
+                },
+            ),
+        ),
         ("host.burst", st.sampled_from(["1KiB", "4KiB", "64KiB"])),
         ("host.ack_every", st.integers(1, 4)),
         ("host.cnp_interval", st.sampled_from(["0s", "4us", "50us"])),
@@ -369,8 +395,9 @@ def _native_agent(sc: dict[str, Any], precision: str) -> None:
 
 
 @st.composite
-def hostile_mutation(draw: st.DrawFn, sc: dict[str, Any], d_ns: int,
-                     exclude: frozenset[int]) -> tuple[str, int | None]:
+def hostile_mutation(
+    draw: st.DrawFn, sc: dict[str, Any], d_ns: int, exclude: frozenset[int]
+) -> tuple[str, int | None]:
     """Apply one hostile change to ``sc``; return its description and issue-16 class (or None).
     A description that starts with ``reject:`` is a scenario that cannot work as written and
     must be refused; ``exact-int:`` marks an integer too large for a double's mantissa."""
@@ -389,11 +416,19 @@ def hostile_mutation(draw: st.DrawFn, sc: dict[str, Any], d_ns: int,
                              "count": draw(st.sampled_from([10**7, 10**9, 2**40])),
                              "period": draw(st.sampled_from(["1ps", "1ns"]))}  # fmt: skip
     elif choice == "incast_count":
-        sc["workload"][0] = {"kind": "incast", "receiver": 0, "size": 1000,
-                             "count": draw(st.sampled_from([10**7, 10**9])), "period": "1ps"}
+        sc["workload"][0] = {
+            "kind": "incast",
+            "receiver": 0,
+            "size": 1000,
+            "count": draw(st.sampled_from([10**7, 10**9])),
+            "period": "1ps",
+        }
     elif choice == "flows_per_host":
-        sc["workload"][0] = {"kind": "long", "receiver": 0,
-                             "flows_per_host": draw(st.sampled_from([10**7, 10**9, 2**40]))}
+        sc["workload"][0] = {
+            "kind": "long",
+            "receiver": 0,
+            "flows_per_host": draw(st.sampled_from([10**7, 10**9, 2**40])),
+        }
     elif choice == "zero_cdf":
         sc["workload"][0] = {"kind": "poisson", "load": 1.0, "cdf": str(ZERO_CDF)}
     elif choice == "agent_interval":
@@ -411,18 +446,27 @@ def hostile_mutation(draw: st.DrawFn, sc: dict[str, Any], d_ns: int,
     elif choice == "pfc_reserves":
         # Reserves and headroom of every ingress port may not fit: the run must then be refused,
         # or its queues must stay within the buffer (the buffer property checks it).
-        sc["switch"] = {**sc.get("switch", {}), "pfc": {"enabled": True},
-                        "buffer": draw(st.sampled_from(["64KiB", "256KiB", "1MiB"])),
-                        "buffer_model": "shared", "discipline": "fifo"}
+        sc["switch"] = {
+            **sc.get("switch", {}),
+            "pfc": {"enabled": True},
+            "buffer": draw(st.sampled_from(["64KiB", "256KiB", "1MiB"])),
+            "buffer_model": "shared",
+            "discipline": "fifo",
+        }
     elif choice == "tiny_lossy_buffer":
         # Smaller than the smallest full packet the strategies make (256 bytes of payload).
-        sc["switch"] = {**sc.get("switch", {}), "pfc": {"enabled": False},
-                        "buffer": draw(st.sampled_from([1, 100, 200]))}
+        sc["switch"] = {
+            **sc.get("switch", {}),
+            "pfc": {"enabled": False},
+            "buffer": draw(st.sampled_from([1, 100, 200])),
+        }
         return f"reject: {choice}", cls
     elif choice == "stop_before_start":
         src, dst = (1 % hosts), 0
-        sc["workload"][0] = {"kind": "flows", "flows": [
-            {"src": src, "dst": dst, "start": _ns(0.5 * d_ns), "stop": _ns(0.2 * d_ns)}]}
+        sc["workload"][0] = {
+            "kind": "flows",
+            "flows": [{"src": src, "dst": dst, "start": _ns(0.5 * d_ns), "stop": _ns(0.2 * d_ns)}],
+        }
         return f"reject: {choice}", cls
     elif choice == "nan_number":
         path = draw(st.sampled_from(["switch.dt_alpha", "switch.ecn.pmax", "host.tx_jitter",
@@ -431,8 +475,18 @@ def hostile_mutation(draw: st.DrawFn, sc: dict[str, Any], d_ns: int,
         set_path(sc, path, draw(st.sampled_from([math.nan, math.inf, -math.inf])))
         return f"reject: {choice} {path}", cls
     elif choice == "huge_int":
-        path = draw(st.sampled_from(["seed", "switch.queues", "packets.payload", "switch.buffer",
-                                     "host.ack_every", "workload[0].flows_per_host"]))
+        path = draw(
+            st.sampled_from(
+                [
+                    "seed",
+                    "switch.queues",
+                    "packets.payload",
+                    "switch.buffer",
+                    "host.ack_every",
+                    "workload[0].flows_per_host",
+                ]
+            )
+        )
         set_path(sc, path, draw(st.sampled_from([2**64, 2**70, -(2**64)])))
         return f"reject: exact-int: {choice} {path}", cls
     elif choice == "series_memory":
@@ -477,8 +531,9 @@ HOSTILE_FIELDS = [
 
 
 @st.composite
-def scenario_case(draw: st.DrawFn, hostile: bool = True,
-                  exclude: frozenset[int] = frozenset()) -> dict[str, Any]:
+def scenario_case(
+    draw: st.DrawFn, hostile: bool = True, exclude: frozenset[int] = frozenset()
+) -> dict[str, Any]:
     """A case: ``scenario`` (the dict to run) and ``tags`` (what was done to it)."""
     sc, plan = draw(base_scenario())
     tags: list[str] = [f"base {sc.get('name')}"]
@@ -565,8 +620,15 @@ def agent_scenario(draw: st.DrawFn) -> dict[str, Any]:
         "policy_delay": draw(st.sampled_from(["0s", "1us", "5us"])),
         "action": action,
         "history": draw(st.integers(1, 3)),
-        "features": draw(st.sampled_from([["action", "adpg"], ["rtt_mean", "acked_sum"],
-                                          ["action", "rtt_over_min", "window"]])),  # fmt: skip
+        "features": draw(
+            st.sampled_from(
+                [
+                    ["action", "adpg"],
+                    ["rtt_mean", "acked_sum"],
+                    ["action", "rtt_over_min", "window"],
+                ]
+            )
+        ),  # fmt: skip
     }
     if draw(st.booleans()):
         agent["queues"] = ["sw0->h0"]
@@ -590,14 +652,22 @@ def agent_scenario(draw: st.DrawFn) -> dict[str, Any]:
 
 
 action_values = st.lists(
-    st.one_of(st.floats(-2, 2), st.sampled_from([0.0, 1.0, -1.0, 3.0, -7.0, 1e9, -1e9, math.nan,
-                                                  math.inf, -math.inf, 2.5])),  # fmt: skip
-    min_size=1, max_size=4)
+    st.one_of(
+        st.floats(-2, 2),
+        st.sampled_from([0.0, 1.0, -1.0, 3.0, -7.0, 1e9, -1e9, math.nan, math.inf, -math.inf, 2.5]),
+    ),  # fmt: skip
+    min_size=1,
+    max_size=4,
+)
 action_spec = st.one_of(
     st.fixed_dictionaries({"values": action_values}),
-    st.fixed_dictionaries({"values": action_values, "len_delta": st.integers(-2, 2),
-                           "dtype": st.sampled_from(["float32", "float64", "int64", "2d",
-                                                     "list"])}),  # fmt: skip
+    st.fixed_dictionaries(
+        {
+            "values": action_values,
+            "len_delta": st.integers(-2, 2),
+            "dtype": st.sampled_from(["float32", "float64", "int64", "2d", "list"]),
+        }
+    ),  # fmt: skip
     st.sampled_from([None, "abc", {"x": 1}, [[1.0, 2.0]]]),
 )
 
@@ -616,17 +686,35 @@ def native_calls(draw: st.DrawFn) -> list[list[Any]]:
         elif op == "run_until":
             calls.append([op, draw(st.one_of(st.floats(0, 1.5), st.sampled_from([0, 2**63])))])
         elif op == "set_link_rate":
-            calls.append([op, draw(st.sampled_from([0, 1, 3, 10**6, "sw0->h0", "h0->sw0",
-                                                    "nowhere", -1])),  # fmt: skip
-                          draw(st.sampled_from([1e9, 1.0, 0.0, -5.0, 1e30, 4e11, 1e15]))])
+            calls.append(
+                [
+                    op,
+                    draw(
+                        st.sampled_from([0, 1, 3, 10**6, "sw0->h0", "h0->sw0", "nowhere", -1])
+                    ),  # fmt: skip
+                    draw(st.sampled_from([1e9, 1.0, 0.0, -5.0, 1e30, 4e11, 1e15])),
+                ]
+            )
         elif op == "set_ecn":
-            calls.append([op, [draw(st.integers(-1, 12))], [draw(st.integers(-1, 3))],
-                          [draw(st.sampled_from([0, 1000, 2**62]))],
-                          [draw(st.sampled_from([0, 100_000, 2**62]))],
-                          [draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, -1.0]))]])
+            calls.append(
+                [
+                    op,
+                    [draw(st.integers(-1, 12))],
+                    [draw(st.integers(-1, 3))],
+                    [draw(st.sampled_from([0, 1000, 2**62]))],
+                    [draw(st.sampled_from([0, 100_000, 2**62]))],
+                    [draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, -1.0]))],
+                ]
+            )
         elif op == "set_weights":
-            calls.append([op, [draw(st.integers(-1, 12))], [draw(st.integers(-1, 3))],
-                          [draw(st.sampled_from([0, 1, 5, 2**40, -3]))]])
+            calls.append(
+                [
+                    op,
+                    [draw(st.integers(-1, 12))],
+                    [draw(st.integers(-1, 3))],
+                    [draw(st.sampled_from([0, 1, 5, 2**40, -3]))],
+                ]
+            )
         else:
             calls.append([op, [draw(st.integers(-1, 12))], [draw(st.integers(-1, 3))]])
     return calls
@@ -655,10 +743,19 @@ def parallel_calls(draw: st.DrawFn) -> list[list[Any]]:
         if draw(st.integers(0, 7)) == 0:
             calls.append(["reset", draw(st.sampled_from([None, 0, 5]))])
             continue
-        calls.append(["step", {
-            "drop": draw(st.integers(0, 2)),
-            "extra": draw(st.lists(st.sampled_from(["flow_999", "nobody", "flow_-1"]),
-                                   max_size=2 if draw(st.integers(0, 3)) == 0 else 0)),
-            "value": draw(st.sampled_from([0.0, 0.5, -1.0, 1.0])),
-        }])
+        calls.append(
+            [
+                "step",
+                {
+                    "drop": draw(st.integers(0, 2)),
+                    "extra": draw(
+                        st.lists(
+                            st.sampled_from(["flow_999", "nobody", "flow_-1"]),
+                            max_size=2 if draw(st.integers(0, 3)) == 0 else 0,
+                        )
+                    ),
+                    "value": draw(st.sampled_from([0.0, 0.5, -1.0, 1.0])),
+                },
+            ]
+        )
     return calls

@@ -149,8 +149,14 @@ def index_actions(scenario: dict[str, Any]) -> tuple[int | None, int | None]:
     return flow.get(agent["action"]), queue
 
 
-def expect_reject(actions: Any, n: int, requests: np.ndarray, acted: bool,
-                  choices: tuple[int | None, int | None], n_flow: int) -> str | None:
+def expect_reject(
+    actions: Any,
+    n: int,
+    requests: np.ndarray,
+    acted: bool,
+    choices: tuple[int | None, int | None],
+    n_flow: int,
+) -> str | None:
     """Why the bridge must refuse ``actions`` for a batch of ``n`` entries (None: it need not):
     a wrong length, a second answer to a batch with requests, or an index outside its table
     for a request."""
@@ -294,8 +300,11 @@ def parallel_calls(req: dict[str, Any]) -> dict[str, Any]:
     from ccgym.env.pettingzoo_env import CcParallelEnv
 
     scenario = dict(req["scenario"])
-    scenario["agent"] = {k: v for k, v in scenario["agent"].items()
-                         if k not in ("trigger", "policy_delay", "queues", "ecn_profiles")}
+    scenario["agent"] = {
+        k: v
+        for k, v in scenario["agent"].items()
+        if k not in ("trigger", "policy_delay", "queues", "ecn_profiles")
+    }
     try:
         env = CcParallelEnv(scenario, interval="10us")
     except ScenarioError as e:
@@ -314,7 +323,7 @@ def parallel_calls(req: dict[str, Any]) -> dict[str, Any]:
             elif name == "step":
                 spec = args[0]
                 live = list(env.agents)
-                actions: dict[Any, Any] = {a: spec["value"] for a in live[spec["drop"]:]}
+                actions: dict[Any, Any] = {a: spec["value"] for a in live[spec["drop"] :]}
                 for extra in spec["extra"]:
                     actions[extra] = spec["value"]
                 if any(a not in live for a in spec["extra"]) and live:

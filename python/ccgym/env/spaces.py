@@ -84,12 +84,7 @@ def named_actions(
             f"actions for unknown agent(s) {shown}: the live agents are "
             f"{sorted(allowed, key=str)[:10]}{' ...' if len(allowed) > 10 else ''}"
         )
-    out = keep_rate_actions(cfg, batch.obs)
-    idx = np.flatnonzero(batch.request)
-    for i, name in zip(idx, names, strict=True):
-        if name in actions:
-            out[i] = to_bridge(actions[name], 1)[0]
-    return out
+    return _fill_named(keep_rate_actions(cfg, batch.obs), batch, names, actions)
 
 
 def queue_action_space(cfg: Mapping[str, Any]) -> gym.spaces.Discrete:
@@ -104,7 +99,14 @@ def named_queue_actions(
     """The bridge action vector of a queue-agent batch from a dict of actions keyed by agent
     name (``names``: those of the batch's requesting entries, in order). A queue whose agent
     gave no action keeps its profile (:func:`keep_profile_actions`)."""
-    out = keep_profile_actions(cfg, batch.obs)
+    return _fill_named(keep_profile_actions(cfg, batch.obs), batch, names, actions)
+
+
+def _fill_named(
+    out: np.ndarray, batch: Any, names: list[Any], actions: Mapping[Any, Any]
+) -> np.ndarray:
+    """``out`` (the keeping actions of ``batch``) with the given actions of its requesting
+    entries, named in order by ``names``, written in."""
     idx = np.flatnonzero(batch.request)
     for i, name in zip(idx, names, strict=True):
         if name in actions:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ccgym._errors import ScenarioError, not_utf8
+from ccgym._errors import ScenarioError, invalid_json, not_utf8
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -72,9 +72,7 @@ def read_config(source: ConfigSource) -> dict[str, Any]:
     except UnicodeDecodeError as e:
         raise not_utf8(f"training config {path}", e) from None
     except json.JSONDecodeError as e:
-        raise ScenarioError(
-            f"training config {path}: invalid JSON: {e.msg} (at line {e.lineno}, column {e.colno})"
-        ) from None
+        raise invalid_json(f"training config {path}", e) from None
     except tomllib.TOMLDecodeError as e:  # the message ends with "(at line L, column C)"
         raise ScenarioError(f"training config {path}: invalid TOML: {e}") from None
     if not isinstance(config, dict):
