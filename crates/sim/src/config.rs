@@ -204,6 +204,10 @@ pub struct SwitchConfig {
     /// Bytes per data queue of a static buffer, and the capacity of a rank
     /// port; 0 splits `buffer` evenly over the switch's data queues.
     pub port_buffer: Bytes,
+    /// How a switch picks among equal-cost next hops: `flow` (ECMP by flow
+    /// hash: a flow keeps one path) or `packet` (packet spraying: every
+    /// packet hashed with its sequence number, as pFabric and pHost run).
+    pub load_balancing: String,
 }
 
 impl Default for SwitchConfig {
@@ -225,6 +229,7 @@ impl Default for SwitchConfig {
             priorities: 8,
             buffer_model: "shared".into(),
             port_buffer: Bytes(0),
+            load_balancing: "flow".into(),
         }
     }
 }

@@ -477,6 +477,14 @@ pub fn reverse_hash(h: u32) -> u32 {
     mix32(h ^ 0x5bd1_e995)
 }
 
+/// Hash of one packet of a flow with hash `h` for packet spraying: the
+/// flow's hash mixed with the packet's sequence number (data: its first
+/// byte; ACK: the byte it acknowledges).
+#[inline]
+pub fn spray_hash(h: u32, seq: u64) -> u32 {
+    mix32(h ^ mix32(seq as u32 ^ (seq >> 32) as u32))
+}
+
 /// Murmur3 finaliser: spreads 32-bit values over 32 bits.
 fn mix32(mut h: u32) -> u32 {
     h ^= h >> 16;

@@ -171,6 +171,7 @@ impl Simulation {
             events: EventQueue::default(),
             rng,
             tx_jitter: sc.host.tx_jitter,
+            spray: sc.switch.load_balancing == "packet",
             now: 0,
             end,
             window,
@@ -627,6 +628,13 @@ fn validate_disciplines(sc: &Scenario, topo: &Topology) -> CfgResult<()> {
     }
     if !(1..=8).contains(&sw.priorities) {
         return e("switch.priorities", &sw.priorities, "must be from 1 to 8 data priorities");
+    }
+    if !["flow", "packet"].contains(&sw.load_balancing.as_str()) {
+        return e(
+            "switch.load_balancing",
+            &format!("\"{}\"", sw.load_balancing),
+            "use \"flow\" (ECMP by flow hash) or \"packet\" (packet spraying)",
+        );
     }
     if !["shared", "static"].contains(&sw.buffer_model.as_str()) {
         return e("switch.buffer_model", &format!("\"{}\"", sw.buffer_model), "use \"shared\" or \"static\"");

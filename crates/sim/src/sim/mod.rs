@@ -88,6 +88,8 @@ pub struct Simulation {
     rng: Xoshiro256PlusPlus,
     /// `host.tx_jitter` (read on every host transmission).
     tx_jitter: f64,
+    /// `switch.load_balancing = "packet"` (read on every switch hop).
+    spray: bool,
     now: Time,
     end: Time,
     window: (Time, Time),

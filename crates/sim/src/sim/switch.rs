@@ -33,7 +33,7 @@ use crate::net::port::{Discipline, Port, PortStats};
 use crate::net::rank_queue::{RankAdmit, RankedPkt};
 use crate::net::switch::Admit;
 use crate::packet::{IntHop, PacketKind, PacketPool, PktId};
-use crate::topology::{ecmp_index, reverse_hash};
+use crate::topology::{ecmp_index, reverse_hash, spray_hash};
 use crate::units::Time;
 
 /// Counts a dropped packet of `size` bytes on a port.
@@ -89,9 +89,9 @@ fn rank_admit(
 impl Simulation {
     /// Packet `pid` arrived at switch `s` through port `in_port`.
     pub(super) fn switch_receive(&mut self, s: u32, in_port: u32, pid: PktId) {
-        let (kind, flow, dst, class, size, prio, rank) = {
+        let (kind, flow, dst, class, size, prio, rank, seq) = {
             let p = self.pool.get(pid);
-            (p.kind, p.flow, p.dst, p.class, p.size as u64, p.prio, p.rank)
+            (p.kind, p.flow, p.dst, p.class, p.size as u64, p.prio, p.rank, p.seq)
         };
         if kind == PacketKind::Pfc {
             self.apply_pfc(in_port, pid);
@@ -102,6 +102,9 @@ impl Simulation {
         } else {
             reverse_hash(self.flows[flow as usize].path.hash)
         };
+        // Packet spraying: each packet of a flow (and each ACK, by the byte
+        // it acknowledges) takes its own equal-cost path, deterministically.
+        let hash = if self.spray { spray_hash(hash, seq) } else { hash };
         let hops = self.topo.next_hops(s, dst);
         let out = hops[ecmp_index(hash, s, hops.len())];
         let now = self.now;
