@@ -33,6 +33,7 @@ import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -186,113 +187,118 @@ def _requests(batch: Any) -> tuple[np.ndarray, int]:
     return np.concatenate(req) if req else np.zeros(0, bool), len(batch["flow"])
 
 
-def native_bridge(req: dict[str, Any]) -> dict[str, Any]:
+class _Expect:
+    """What the bridge must refuse in the call being made (set before the call, so that it
+    survives the exception the call raises)."""
+
+    why: str | None = None
+
+
+def _drive(
+    build: Callable[[], Any],
+    calls: list[list[Any]],
+    call: Callable[[Any, str, list[Any], _Expect], dict[str, Any]],
+    summary: Callable[[Any], Any],
+) -> dict[str, Any]:
+    """Builds the object under test, makes ``calls`` on it in order through ``call`` (which
+    returns the call's outcome and may note what must be refused), and replies with every
+    outcome and the final summary. A call that raises a non-caller exception ends the
+    sequence."""
     try:
-        sim = _build(req["scenario"])
+        target = build()
     except ScenarioError as e:
         return {"status": "rejected", "stage": "build", "type": type(e).__name__,
                 "message": str(e)}  # fmt: skip
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:  # noqa: BLE001 - reported to the parent as a failure
         return {**_error(e), "stage": "build"}
     outcomes = []
-    batch_len = n_flow = 0
-    requests = np.zeros(0, bool)
-    acted = False
-    choices = index_actions(req["scenario"])
-    over = False
-    for call in req["calls"]:
-        name, args = call[0], call[1:]
-        expect = None
+    for c in calls:
+        name, args = c[0], c[1:]
+        expect = _Expect()
         try:
-            if name == "agent_step":
-                over, batch = sim.agent_step()
-                requests, n_flow = _requests(batch)
-                batch_len, acted = len(requests), False
-                out: dict[str, Any] = {"status": "ok", "over": bool(over), "entries": batch_len}
-            elif name == "agent_act":
-                actions = make_actions(args[0], batch_len)
-                expect = expect_reject(actions, batch_len, requests, acted, choices, n_flow)
-                sim.agent_act(actions)
-                acted = True
-                out = {"status": "ok"}
-            elif name == "run_until":
-                target = int(args[0] * sim.end_ps) if isinstance(args[0], float) else args[0]
-                if requests.any() and not acted and min(target, sim.end_ps) > sim.now_ps:
-                    expect = "run_until while a batch awaits its answer (class 7)"
-                over = bool(sim.run_until(target))
-                out = {"status": "ok", "over": over}
-            elif name == "set_link_rate":
-                sim.set_link_rate(*args)
-                out = {"status": "ok"}
-            elif name in ("set_ecn", "set_weights", "queue_stats"):
-                getattr(sim, name)(*args)
-                out = {"status": "ok"}
-            else:
-                raise AssertionError(f"unknown call {name}")
+            out = call(target, name, args, expect)
         except AssertionError:
             raise
         except BaseException as e:  # noqa: BLE001
             out = _error(e)
-        outcomes.append({"call": name, "args": args, "expect": expect, **out})
+        outcomes.append({"call": name, "args": args, "expect": expect.why, **out})
         if out["status"] == "exception":
             break
     try:
-        summary = json.loads(sim.summary())
+        final = summary(target)
     except BaseException as e:  # noqa: BLE001
         return {"status": "ok", "outcomes": outcomes, "summary_error": _error(e)}
-    return {"status": "ok", "outcomes": outcomes, "summary": summary}
+    return {"status": "ok", "outcomes": outcomes, "summary": final}
+
+
+def native_bridge(req: dict[str, Any]) -> dict[str, Any]:
+    """Calls on ``ccgym._sim.Simulation``: the stepping API and run-time control."""
+    state: dict[str, Any] = {"len": 0, "n_flow": 0, "requests": np.zeros(0, bool), "acted": False}
+    choices = index_actions(req["scenario"])
+
+    def call(sim: Any, name: str, args: list[Any], expect: _Expect) -> dict[str, Any]:
+        if name == "agent_step":
+            over, batch = sim.agent_step()
+            state["requests"], state["n_flow"] = _requests(batch)
+            state["len"], state["acted"] = len(state["requests"]), False
+            return {"status": "ok", "over": bool(over), "entries": state["len"]}
+        if name == "agent_act":
+            actions = make_actions(args[0], state["len"])
+            expect.why = expect_reject(actions, state["len"], state["requests"], state["acted"],
+                                       choices, state["n_flow"])  # fmt: skip
+            sim.agent_act(actions)
+            state["acted"] = True
+            return {"status": "ok"}
+        if name == "run_until":
+            target = int(args[0] * sim.end_ps) if isinstance(args[0], float) else args[0]
+            waiting = state["requests"].any() and not state["acted"]
+            if waiting and min(target, sim.end_ps) > sim.now_ps:
+                expect.why = "run_until while a batch awaits its answer (class 7)"
+            return {"status": "ok", "over": bool(sim.run_until(target))}
+        if name == "set_link_rate":
+            sim.set_link_rate(*args)
+            return {"status": "ok"}
+        if name in ("set_ecn", "set_weights", "queue_stats"):
+            getattr(sim, name)(*args)
+            return {"status": "ok"}
+        raise AssertionError(f"unknown call {name}")
+
+    return _drive(lambda: _build(req["scenario"]), req["calls"], call,
+                  lambda sim: json.loads(sim.summary()))  # fmt: skip
 
 
 def pool_calls(req: dict[str, Any]) -> dict[str, Any]:
+    """Calls on ``ccgym.env.AgentPool``: ``step``, ``act`` and ``reset``."""
     from ccgym.env import AgentPool
 
-    try:
-        pool = AgentPool([req["scenario"]], cc=None, seeds=req.get("seeds"))
-    except ScenarioError as e:
-        return {"status": "rejected", "stage": "build", "type": type(e).__name__,
-                "message": str(e)}  # fmt: skip
-    except BaseException as e:  # noqa: BLE001
-        return {**_error(e), "stage": "build"}
-    outcomes = []
-    n = 0
-    requests = np.zeros(0, bool)
-    acted = False
+    state: dict[str, Any] = {"n": 0, "requests": np.zeros(0, bool), "acted": False}
     choices = (index_actions(req["scenario"])[0], None)
-    for call in req["calls"]:
-        name, args = call[0], call[1:]
-        expect = None
-        try:
-            if name == "step":
-                batch = pool.step()
-                n, requests, acted = len(batch), np.asarray(batch.request, bool), False
-                out: dict[str, Any] = {"status": "ok", "entries": n}
-            elif name == "act":
-                actions = make_actions(args[0], max(n, 0))
-                if n >= 0:
-                    expect = expect_reject(actions, n, requests, acted, choices, n)
-                pool.act(actions)
-                acted = True
-                out = {"status": "ok"}
-            elif name == "reset":
-                pool.reset(0, args[0])
-                # What the last batch is after a reset is the pool's business until the next
-                # step: no expectation for an act() in between.
-                requests, acted, n = np.zeros(0, bool), False, -1
-                out = {"status": "ok"}
-            else:
-                raise AssertionError(f"unknown call {name}")
-        except AssertionError:
-            raise
-        except BaseException as e:  # noqa: BLE001
-            out = _error(e)
-        outcomes.append({"call": name, "args": args, "expect": expect, **out})
-        if out["status"] == "exception":
-            break
-    try:
-        summary = pool.summary(0)
-    except BaseException as e:  # noqa: BLE001
-        return {"status": "ok", "outcomes": outcomes, "summary_error": _error(e)}
-    return {"status": "ok", "outcomes": outcomes, "summary": summary}
+
+    def call(pool: Any, name: str, args: list[Any], expect: _Expect) -> dict[str, Any]:
+        if name == "step":
+            batch = pool.step()
+            state["n"], state["acted"] = len(batch), False
+            state["requests"] = np.asarray(batch.request, bool)
+            return {"status": "ok", "entries": state["n"]}
+        if name == "act":
+            n = state["n"]
+            actions = make_actions(args[0], max(n, 0))
+            if n >= 0:
+                expect.why = expect_reject(actions, n, state["requests"], state["acted"],
+                                           choices, n)  # fmt: skip
+            pool.act(actions)
+            state["acted"] = True
+            return {"status": "ok"}
+        if name == "reset":
+            pool.reset(0, args[0])
+            # What the last batch is after a reset is the pool's business until the next
+            # step: no expectation for an act() in between.
+            state["requests"], state["acted"], state["n"] = np.zeros(0, bool), False, -1
+            return {"status": "ok"}
+        raise AssertionError(f"unknown call {name}")
+
+    return _drive(lambda: AgentPool([req["scenario"]], cc=None, seeds=req.get("seeds")),
+                  req["calls"], call, lambda pool: pool.summary(0))  # fmt: skip
 
 
 def parallel_calls(req: dict[str, Any]) -> dict[str, Any]:
@@ -306,45 +312,25 @@ def parallel_calls(req: dict[str, Any]) -> dict[str, Any]:
         for k, v in scenario["agent"].items()
         if k not in ("trigger", "policy_delay", "queues", "ecn_profiles")
     }
-    try:
-        env = CcParallelEnv(scenario, interval="10us")
-    except ScenarioError as e:
-        return {"status": "rejected", "stage": "build", "type": type(e).__name__,
-                "message": str(e)}  # fmt: skip
-    except BaseException as e:  # noqa: BLE001
-        return {**_error(e), "stage": "build"}
-    outcomes = []
-    for call in req["calls"]:
-        name, args = call[0], call[1:]
-        expect = None
-        try:
-            if name == "reset":
-                env.reset(seed=args[0])
-                out: dict[str, Any] = {"status": "ok", "agents": len(env.agents)}
-            elif name == "step":
-                spec = args[0]
-                live = list(env.agents)
-                actions: dict[Any, Any] = {a: spec["value"] for a in live[spec["drop"] :]}
-                for extra in spec["extra"]:
-                    actions[extra] = spec["value"]
-                if any(a not in live for a in spec["extra"]) and live:
-                    expect = "an action for an agent that is not live (class 7)"
-                env.step(actions)
-                out = {"status": "ok", "agents": len(env.agents)}
-            else:
-                raise AssertionError(f"unknown call {name}")
-        except AssertionError:
-            raise
-        except BaseException as e:  # noqa: BLE001
-            out = _error(e)
-        outcomes.append({"call": name, "args": args, "expect": expect, **out})
-        if out["status"] == "exception":
-            break
-    try:
-        summary = env.pool.summary(0)
-    except BaseException as e:  # noqa: BLE001
-        return {"status": "ok", "outcomes": outcomes, "summary_error": _error(e)}
-    return {"status": "ok", "outcomes": outcomes, "summary": summary}
+
+    def call(env: Any, name: str, args: list[Any], expect: _Expect) -> dict[str, Any]:
+        if name == "reset":
+            env.reset(seed=args[0])
+            return {"status": "ok", "agents": len(env.agents)}
+        if name == "step":
+            spec = args[0]
+            live = list(env.agents)
+            actions: dict[Any, Any] = {a: spec["value"] for a in live[spec["drop"] :]}
+            for extra in spec["extra"]:
+                actions[extra] = spec["value"]
+            if any(a not in live for a in spec["extra"]) and live:
+                expect.why = "an action for an agent that is not live (class 7)"
+            env.step(actions)
+            return {"status": "ok", "agents": len(env.agents)}
+        raise AssertionError(f"unknown call {name}")
+
+    return _drive(lambda: CcParallelEnv(scenario, interval="10us"), req["calls"], call,
+                  lambda env: env.pool.summary(0))  # fmt: skip
 
 
 OPS = {"scenario": run_scenario, "native_bridge": native_bridge, "pool": pool_calls,
