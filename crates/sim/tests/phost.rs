@@ -197,3 +197,39 @@ fn phost_fields_are_checked() {
     let err = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("refused");
     assert!(err.to_string().contains("pHost needs finite flows"), "{err}");
 }
+
+#[test]
+fn yaps_free_tokens_go_only_to_flows_that_fit_in_them() {
+    // The paper's rule (default): every flow sends its first 8 packets at
+    // once. YAPS's (`phost_free_short_only`): a 100 KB flow waits for the
+    // receiver's tokens, a 10 KB flow (7 packets) still sends at once.
+    let flows = json!([{"src": 1, "dst": 0, "size": "100KB"}, {"src": 2, "dst": 0, "size": "10KB"}]);
+    let sent_at_2us = |short_only: bool| {
+        let mut sc = phost(3, flows.clone());
+        sc["host"]["phost_free_short_only"] = json!(short_only);
+        let mut sim = build(&sc);
+        sim.run_until(2 * ccgym_sim::units::US);
+        let sent: Vec<u64> = sim.flows().iter().map(|f| f.stats.sent_bytes).collect();
+        sim.run_until(u64::MAX);
+        assert!(sim.flows().iter().all(|f| f.snd.finished.is_some()));
+        assert!(conserved(&sim));
+        sent
+    };
+    let paper = sent_at_2us(false);
+    assert!(paper[0] > 0 && paper[1] > 0, "{paper:?}");
+    let yaps = sent_at_2us(true);
+    assert_eq!(yaps[0], 0, "the large flow waits for a token");
+    assert!(yaps[1] > 0);
+}
+
+#[test]
+fn a_stopped_flow_completes_with_what_it_sent() {
+    // The application stops a 1 MB flow at 100 us: the receiver stops asking
+    // beyond what was sent and the flow completes at its new size.
+    let mut sim = build(&phost(2, json!([{"src": 1, "dst": 0, "size": "1MB", "stop": "100us"}])));
+    sim.run_until(u64::MAX);
+    let f = &sim.flows()[0];
+    assert!(f.snd.finished.is_some(), "the stopped flow completes");
+    assert!(f.ctl.size < 1_000_000 && f.rcv.received == f.ctl.size, "{} of {}", f.rcv.received, f.ctl.size);
+    assert!(conserved(&sim));
+}

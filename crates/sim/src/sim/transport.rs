@@ -165,10 +165,11 @@ impl Simulation {
         let probe_after = self.scenario.host.pfabric_probe_after;
         for fid in 0..self.flows.len() as u32 {
             let f = &mut self.flows[fid as usize];
-            // A probing flow has nothing in flight but its probe, which may be lost too.
+            // A probing flow has nothing in flight but its probe, which may be
+            // lost too; a pHost flow may wait for tokens with nothing in flight.
             if !f.snd.started
                 || f.snd.finished.is_some()
-                || (f.inflight() == 0 && !f.snd.probing)
+                || (f.inflight() == 0 && !f.snd.probing && f.path.transport != Transport::PHost)
                 || now < f.snd.last_progress + f.snd.rto
             {
                 continue;
