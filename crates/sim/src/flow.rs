@@ -47,6 +47,8 @@ pub struct Flow {
     pub rcv: Receiver,
     /// Congestion control state.
     pub cc: Cc,
+    /// pHost's token state (`Some` on pHost flows only).
+    pub ph: Option<Box<PHostFlow>>,
 }
 
 /// What is fixed when a flow is created.
@@ -114,9 +116,6 @@ pub struct Sender {
     pub timeouts_in_row: u32,
     /// pFabric probe mode: no data leaves until a probe is answered.
     pub probing: bool,
-    /// pHost: unspent tokens in expiry order: (expiry, byte offset of the
-    /// packet the token names, token number modulo 256).
-    pub tokens: VecDeque<(Time, u64, u8)>,
     /// pHost: bytes the receiver still misses, as its last token said (the
     /// key of the sender's smallest-remaining-first order).
     pub peer_remaining: u64,
@@ -142,21 +141,32 @@ pub struct Receiver {
     pub granted: u64,
     /// Receiver-driven transports: the flow waits in its host's grant scheduler.
     pub in_grant_queue: bool,
-    /// pHost: distinct payload bytes received (in order or not).
+}
+
+/// pHost's token state of a flow, both halves. Boxed in [`Flow::ph`] and
+/// present on pHost flows only, so that flows of other transports carry 8
+/// bytes for it rather than about 90 (every byte of `Flow` costs cache
+/// misses at thousands of flows).
+#[derive(Clone, Debug, Default)]
+pub struct PHostFlow {
+    /// Sender: unspent tokens in expiry order: (expiry, byte offset of the
+    /// packet the token names, token number modulo 256).
+    pub tokens: VecDeque<(Time, u64, u8)>,
+    /// Receiver: distinct payload bytes received (in order or not).
     pub received: u64,
-    /// pHost: tokens issued to the flow so far, free ones included (the
+    /// Receiver: tokens issued to the flow so far, free ones included (the
     /// number of the last token).
     pub tokens_sent: u64,
-    /// pHost: the highest token number seen in the flow's data.
+    /// Receiver: the highest token number seen in the flow's data.
     pub token_seen: u64,
-    /// pHost: when the last token was sent.
+    /// Receiver: when the last token was sent.
     pub last_token_at: Time,
-    /// pHost: tokens to issue before the resend timeout (one per packet,
+    /// Receiver: tokens to issue before the resend timeout (one per packet,
     /// raised by what is missing after each timeout).
     pub token_goal: u64,
-    /// pHost: no token before this time (resend timeout).
+    /// Receiver: no token before this time (resend timeout).
     pub paused_until: Time,
-    /// pHost: the byte offset where the search for the next missing packet
+    /// Receiver: the byte offset where the search for the next missing packet
     /// resumes (cycling through the holes).
     pub token_cursor: u64,
 }
@@ -242,7 +252,7 @@ impl Flow {
             Transport::GoBackN | Transport::Tcp => true,
             Transport::Credit => self.ctl.snd_nxt < self.snd.granted,
             Transport::PFabric => !self.snd.probing,
-            Transport::PHost => !self.snd.tokens.is_empty(),
+            Transport::PHost => self.ph.as_ref().is_some_and(|p| !p.tokens.is_empty()),
         }
     }
 
@@ -250,11 +260,12 @@ impl Flow {
     /// cannot be spent in time is wasted; the receiver asks again later).
     #[inline]
     pub fn drop_expired_tokens(&mut self, now: Time) {
-        while let Some(&(expiry, _, _)) = self.snd.tokens.front() {
+        let Some(ph) = self.ph.as_deref_mut() else { return };
+        while let Some(&(expiry, _, _)) = ph.tokens.front() {
             if expiry >= now {
                 break;
             }
-            self.snd.tokens.pop_front();
+            ph.tokens.pop_front();
             self.stats.expired_tokens += 1;
         }
     }

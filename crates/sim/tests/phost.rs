@@ -103,13 +103,13 @@ fn tokens_go_to_the_smaller_flow_first_then_back_to_the_larger() {
         // Tokens already on their way to the large flow (its window) still
         // arrive: measure from an RTT and a window of packets after the start.
         if t >= 70 * ccgym_sim::units::US && received_when_small_started.is_none() {
-            received_when_small_started = Some(large.rcv.received);
+            received_when_small_started = Some(large.ph.as_ref().unwrap().received);
         }
-        if small_tokened.is_none() && small.rcv.tokens_sent >= small.ctl.size.div_ceil(PAYLOAD) {
-            small_tokened = Some(large.rcv.received);
+        if small_tokened.is_none() && small.ph.as_ref().unwrap().tokens_sent >= small.ctl.size.div_ceil(PAYLOAD) {
+            small_tokened = Some(large.ph.as_ref().unwrap().received);
         }
         if small.rcv.rcv_nxt >= small.ctl.size {
-            small_done = Some((t, large.rcv.received));
+            small_done = Some((t, large.ph.as_ref().unwrap().received));
         }
     }
     let (done_at, large_at_done) = small_done.unwrap();
@@ -118,7 +118,7 @@ fn tokens_go_to_the_smaller_flow_first_then_back_to_the_larger() {
     assert_eq!(large_at_done, before, "the large flow got data while the small flow had tokens to take");
     // Then the large flow resumes and completes.
     sim.run_until(u64::MAX);
-    assert!(sim.flows()[0].rcv.received > large_at_done);
+    assert!(sim.flows()[0].ph.as_ref().unwrap().received > large_at_done);
     assert!(sim.flows().iter().all(|f| f.snd.finished.is_some()));
     assert!(sim.flows()[1].snd.finished.unwrap() < sim.flows()[0].snd.finished.unwrap());
     assert!(done_at < 100 * ccgym_sim::units::US, "the small flow finishes quickly: {done_at}");
@@ -140,10 +140,10 @@ fn a_lost_packet_is_asked_for_again_by_a_later_token() {
     assert!(f.snd.finished.is_some(), "the flow completes");
     assert!(f.stats.retx_bytes > 0, "lost packets are sent again");
     assert_eq!(f.stats.timeouts, 0, "tokens, not the sender's timeout, recover them");
-    assert_eq!(f.rcv.received, 300_000);
+    assert_eq!(f.ph.as_ref().unwrap().received, 300_000);
     // Tokens beyond one per packet were issued: one per lost packet.
     let pkts = 300_000u64.div_ceil(PAYLOAD);
-    assert_eq!(f.rcv.tokens_sent, pkts + lost / WIRE, "one token per packet plus one per lost packet");
+    assert_eq!(f.ph.as_ref().unwrap().tokens_sent, pkts + lost / WIRE, "one token per packet plus one per lost packet");
     assert!(conserved(&sim));
 }
 
@@ -162,8 +162,8 @@ fn expired_tokens_are_dropped_unspent() {
         let sent = f.stats.sent_bytes / WIRE;
         assert_eq!(f.stats.sent_bytes % WIRE, 0);
         assert_eq!(
-            sent + f.stats.expired_tokens + f.snd.tokens.len() as u64,
-            f.rcv.tokens_sent,
+            sent + f.stats.expired_tokens + f.ph.as_ref().unwrap().tokens.len() as u64,
+            f.ph.as_ref().unwrap().tokens_sent,
             "each token is spent, expired or held"
         );
         assert_eq!(f.stats.sent_bytes, f.ctl.size / PAYLOAD * WIRE, "no packet is sent twice: nothing is lost");
@@ -230,6 +230,11 @@ fn a_stopped_flow_completes_with_what_it_sent() {
     sim.run_until(u64::MAX);
     let f = &sim.flows()[0];
     assert!(f.snd.finished.is_some(), "the stopped flow completes");
-    assert!(f.ctl.size < 1_000_000 && f.rcv.received == f.ctl.size, "{} of {}", f.rcv.received, f.ctl.size);
+    assert!(
+        f.ctl.size < 1_000_000 && f.ph.as_ref().unwrap().received == f.ctl.size,
+        "{} of {}",
+        f.ph.as_ref().unwrap().received,
+        f.ctl.size
+    );
     assert!(conserved(&sim));
 }

@@ -68,7 +68,9 @@ impl Simulation {
                         f.snd.messages.retain(|m| m.1 <= f.ctl.app_limit);
                         let end = f.ctl.size;
                         // pHost tokens beyond the new end name nothing to send.
-                        f.snd.tokens.retain(|t| t.1 < end);
+                        if let Some(ph) = f.ph.as_deref_mut() {
+                            ph.tokens.retain(|t| t.1 < end);
+                        }
                         if matches!(f.path.transport, Transport::Credit | Transport::PHost) {
                             // The receiver stops granting beyond the new end.
                             self.send_rts(fid);

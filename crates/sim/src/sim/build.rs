@@ -31,7 +31,6 @@ use crate::units::{fmt_time, ser_time, Time, SEC, US};
 use crate::workload::{FlowSpec, WorkloadBuilder, UNLIMITED};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::VecDeque;
 use std::path::Path;
 
 impl Simulation {
@@ -305,7 +304,6 @@ impl Simulation {
                     sacked: 0,
                     timeouts_in_row: 0,
                     probing: false,
-                    tokens: VecDeque::new(),
                     peer_remaining: s.size,
                 },
                 ctl: FlowCtl {
@@ -340,6 +338,7 @@ impl Simulation {
                 tcp: TcpRecovery::default(),
                 rcv: Receiver::default(),
                 cc,
+                ph: (transport == Transport::PHost).then(Box::default),
             });
             let id = id as u32;
             self.app.push((s.start, id, AppAction::Start));

@@ -238,9 +238,9 @@ impl Simulation {
         let f = &mut self.flows[fid as usize];
         let free = phost_free_packets(h, f.ctl.size, payload);
         let expiry = self.now + ((free as f64 + h.phost_token_ttl) * t_pkt as f64) as Time;
-        f.snd.tokens.clear();
+        ph!(f).tokens.clear();
         for i in 0..free {
-            f.snd.tokens.push_back((expiry, i * payload, (i + 1) as u8));
+            ph!(f).tokens.push_back((expiry, i * payload, (i + 1) as u8));
         }
         f.snd.peer_remaining = f.ctl.size;
         f.snd.last_progress = self.now;
@@ -259,20 +259,20 @@ impl Simulation {
             self.phost_final_ack(h, fid, now);
             return;
         }
-        let first = f.rcv.requested == 0 && f.rcv.tokens_sent == 0;
+        let first = f.rcv.requested == 0 && ph!(f).tokens_sent == 0;
         f.rcv.requested = announced;
         if !first || f.rcv.in_grant_queue {
             return;
         }
         let free = phost_free_packets(&self.scenario.host, f.ctl.size, payload);
         let pkts = f.ctl.size.div_ceil(payload);
-        f.rcv.tokens_sent = free;
-        f.rcv.token_goal = pkts;
-        f.rcv.last_token_at = now;
-        f.rcv.token_cursor = free * payload;
+        ph!(f).tokens_sent = free;
+        ph!(f).token_goal = pkts;
+        ph!(f).last_token_at = now;
+        ph!(f).token_cursor = free * payload;
         if free == pkts {
             // Every packet was free: treated as fully tokened.
-            f.rcv.paused_until = now + 2 * free * t_pkt;
+            ph!(f).paused_until = now + 2 * free * t_pkt;
         }
         f.rcv.in_grant_queue = true;
         let g = &mut self.hosts[h as usize].grants;
@@ -314,23 +314,23 @@ impl Simulation {
                 f.rcv.in_grant_queue = false;
                 return false;
             }
-            let missing = size.saturating_sub(f.rcv.received);
-            if f.rcv.tokens_sent >= f.rcv.token_goal {
-                if f.rcv.paused_until > now {
-                    wake = wake.min(f.rcv.paused_until);
+            let missing = size.saturating_sub(ph!(f).received);
+            if ph!(f).tokens_sent >= ph!(f).token_goal {
+                if ph!(f).paused_until > now {
+                    wake = wake.min(ph!(f).paused_until);
                     return true;
                 }
                 // The resend timeout is over: ask again for what is missing.
-                f.rcv.token_goal = f.rcv.tokens_sent + missing.div_ceil(payload);
+                ph!(f).token_goal = ph!(f).tokens_sent + missing.div_ceil(payload);
             }
-            if f.rcv.tokens_sent - f.rcv.token_seen.min(f.rcv.tokens_sent) > window {
-                let relax_at = f.rcv.last_token_at + window_timeout;
+            if ph!(f).tokens_sent - ph!(f).token_seen.min(ph!(f).tokens_sent) > window {
+                let relax_at = ph!(f).last_token_at + window_timeout;
                 if now < relax_at {
                     wake = wake.min(relax_at);
                     return true;
                 }
                 // Downgrade over: forget the outstanding tokens.
-                f.rcv.token_seen = f.rcv.tokens_sent;
+                ph!(f).token_seen = ph!(f).tokens_sent;
             }
             let key = (missing, f.path.start, fid);
             if best.is_none_or(|b| key < b) {
@@ -346,14 +346,14 @@ impl Simulation {
             return;
         };
         let f = &mut self.flows[fid as usize];
-        let offset = next_missing(&f.rcv, f.rcv.token_cursor, f.ctl.size);
-        f.rcv.token_cursor = offset + payload;
-        f.rcv.tokens_sent += 1;
-        f.rcv.last_token_at = now;
-        if f.rcv.tokens_sent == f.rcv.token_goal {
-            f.rcv.paused_until = now + resend_timeout;
+        let offset = next_missing(&f.rcv, ph!(f).token_cursor, f.ctl.size);
+        ph!(f).token_cursor = offset + payload;
+        ph!(f).tokens_sent += 1;
+        ph!(f).last_token_at = now;
+        if ph!(f).tokens_sent == ph!(f).token_goal {
+            ph!(f).paused_until = now + resend_timeout;
         }
-        let (number, src) = (f.rcv.tokens_sent, f.path.src);
+        let (number, src) = (ph!(f).tokens_sent, f.path.src);
         let next = now + t_pkt;
         let g = &mut self.hosts[h as usize].grants;
         g.next_token = next;
@@ -381,7 +381,7 @@ impl Simulation {
         if f.snd.finished.is_some() {
             return;
         }
-        f.snd.tokens.push_back((now + ttl, offset, number as u8));
+        ph!(f).tokens.push_back((now + ttl, offset, number as u8));
         f.snd.peer_remaining = missing;
         f.snd.last_progress = now;
         self.schedule_flow(fid);
@@ -418,10 +418,10 @@ impl Simulation {
         };
         // The latest token issued whose number has these low bits: tokens
         // are spent within their lifetime, far fewer than 256 tokens later.
-        let back = (r.tokens_sent as u8).wrapping_sub(token) as u64;
-        r.token_seen = r.token_seen.max(r.tokens_sent.saturating_sub(back));
+        let back = (ph!(f).tokens_sent as u8).wrapping_sub(token) as u64;
+        ph!(f).token_seen = ph!(f).token_seen.max(ph!(f).tokens_sent.saturating_sub(back));
         if new {
-            r.received += payload;
+            ph!(f).received += payload;
             if r.rcv_nxt >= f.ctl.size {
                 self.phost_final_ack(h, fid, ts);
             }

@@ -220,7 +220,7 @@ impl Simulation {
         if f.path.transport == Transport::PHost {
             // The oldest unexpired token names the packet (the NIC dropped
             // the expired ones before it picked the flow).
-            let (_, offset, number) = f.snd.tokens.pop_front().expect("a pHost flow sends only on a token");
+            let (_, offset, number) = ph!(f).tokens.pop_front().expect("a pHost flow sends only on a token");
             seq = offset;
             token = number;
         }
