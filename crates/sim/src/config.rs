@@ -306,7 +306,8 @@ pub struct HostConfig {
     /// the minimal receiver-driven test transport (go-back-N recovery, data
     /// only against the receiver's grants); `pfabric` pFabric's (the
     /// receiver keeps out-of-order data and acknowledges every packet, only a
-    /// fixed timeout `rto` repairs losses).
+    /// fixed timeout `rto` repairs losses); `phost` pHost's (tokens paced
+    /// by the receiver name each packet; `phost_*` below).
     pub loss_recovery: String,
     /// Cap on unacknowledged bytes per flow (0 = no cap).
     pub max_outstanding: Bytes,
@@ -334,6 +335,35 @@ pub struct HostConfig {
     /// resending data and sends one header-size probe per timeout until one
     /// is answered (probe mode; 5 in the paper).
     pub pfabric_probe_after: u32,
+    /// pHost: free tokens a flow grants itself at its start, in packets
+    /// (`capability_initial`; 8, one BDP at 10 Gb/s and about 10 us).
+    pub phost_free_tokens: u32,
+    /// pHost: which flows get free tokens. `false` (the paper): every flow,
+    /// for its first `phost_free_tokens` packets; `true` (YAPS): only flows
+    /// of at most `phost_free_tokens` packets (all their packets), larger
+    /// flows wait for tokens.
+    pub phost_free_short_only: bool,
+    /// pHost: a token's lifetime at the sender, in packet times
+    /// (`capability_timeout`, 1.5); a free token lives `phost_free_tokens`
+    /// packet times longer.
+    pub phost_token_ttl: f64,
+    /// pHost: once a flow has had a token per packet, the receiver waits
+    /// this many packet times before it asks again for what is missing
+    /// (`capability_resend_timeout`, 9).
+    pub phost_resend_timeout: f64,
+    /// pHost: tokens a flow may have outstanding (sent and not yet seen in
+    /// its data) before the receiver skips it (`capability_window`, 8).
+    pub phost_window: u32,
+    /// pHost: packet times after its last token after which a skipped flow's
+    /// outstanding tokens are forgotten and it is served again
+    /// (`capability_window_timeout`, 25).
+    pub phost_window_timeout: f64,
+    /// pHost: flows of at most this many packets send their data at
+    /// priority 0, larger ones at 1 (with `phost_third_level`).
+    pub phost_prio_threshold: u32,
+    /// pHost: three priority levels (control, short-flow data, long-flow
+    /// data; YAPS `capability_third_level`); `false`: two (all data at 0).
+    pub phost_third_level: bool,
 }
 
 impl Default for HostConfig {
@@ -352,6 +382,14 @@ impl Default for HostConfig {
             scheduler: "round_robin".into(),
             grant_priority: None,
             pfabric_probe_after: 5,
+            phost_free_tokens: 8,
+            phost_free_short_only: false,
+            phost_token_ttl: 1.5,
+            phost_resend_timeout: 9.0,
+            phost_window: 8,
+            phost_window_timeout: 25.0,
+            phost_prio_threshold: 8,
+            phost_third_level: true,
         }
     }
 }

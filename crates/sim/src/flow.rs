@@ -25,6 +25,7 @@
 use crate::cc::{Cc, FlowCtl, Transport};
 use crate::host::SchedState;
 use crate::units::Time;
+use std::collections::VecDeque;
 
 /// A flow: sender and receiver state of one queue pair.
 #[derive(Clone, Debug)]
@@ -46,6 +47,8 @@ pub struct Flow {
     pub rcv: Receiver,
     /// Congestion control state.
     pub cc: Cc,
+    /// pHost's token state (`Some` on pHost flows only).
+    pub ph: Option<Box<PHostFlow>>,
 }
 
 /// What is fixed when a flow is created.
@@ -113,6 +116,9 @@ pub struct Sender {
     pub timeouts_in_row: u32,
     /// pFabric probe mode: no data leaves until a probe is answered.
     pub probing: bool,
+    /// pHost: bytes the receiver still misses, as its last token said (the
+    /// key of the sender's smallest-remaining-first order).
+    pub peer_remaining: u64,
 }
 
 /// The receiving NIC's state of a flow.
@@ -135,6 +141,34 @@ pub struct Receiver {
     pub granted: u64,
     /// Receiver-driven transports: the flow waits in its host's grant scheduler.
     pub in_grant_queue: bool,
+}
+
+/// pHost's token state of a flow, both halves. Boxed in [`Flow::ph`] and
+/// present on pHost flows only, so that flows of other transports carry 8
+/// bytes for it rather than about 90 (every byte of `Flow` costs cache
+/// misses at thousands of flows).
+#[derive(Clone, Debug, Default)]
+pub struct PHostFlow {
+    /// Sender: unspent tokens in expiry order: (expiry, byte offset of the
+    /// packet the token names, token number modulo 256).
+    pub tokens: VecDeque<(Time, u64, u8)>,
+    /// Receiver: distinct payload bytes received (in order or not).
+    pub received: u64,
+    /// Receiver: tokens issued to the flow so far, free ones included (the
+    /// number of the last token).
+    pub tokens_sent: u64,
+    /// Receiver: the highest token number seen in the flow's data.
+    pub token_seen: u64,
+    /// Receiver: when the last token was sent.
+    pub last_token_at: Time,
+    /// Receiver: tokens to issue before the resend timeout (one per packet,
+    /// raised by what is missing after each timeout).
+    pub token_goal: u64,
+    /// Receiver: no token before this time (resend timeout).
+    pub paused_until: Time,
+    /// Receiver: the byte offset where the search for the next missing packet
+    /// resumes (cycling through the holes).
+    pub token_cursor: u64,
 }
 
 /// TCP sender loss-recovery state (RFC 6582 NewReno, RFC 6298 estimator).
@@ -186,6 +220,8 @@ pub struct FlowStats {
     pub delivered_at_sample: u64,
     /// Ideal completion time in an empty network (finite flows).
     pub ideal_fct: Time,
+    /// pHost: tokens that expired at the sender unspent.
+    pub expired_tokens: u64,
 }
 
 impl Flow {
@@ -201,7 +237,8 @@ impl Flow {
         self.snd.started
             && self.snd.finished.is_none()
             && (self.snd.retx.is_some()
-                || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding)))
+                || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding))
+                || self.path.transport == Transport::PHost)
             && self.transport_allows()
     }
 
@@ -215,15 +252,33 @@ impl Flow {
             Transport::GoBackN | Transport::Tcp => true,
             Transport::Credit => self.ctl.snd_nxt < self.snd.granted,
             Transport::PFabric => !self.snd.probing,
+            Transport::PHost => self.ph.as_ref().is_some_and(|p| !p.tokens.is_empty()),
+        }
+    }
+
+    /// pHost: discards the tokens that expired before `now` (a token that
+    /// cannot be spent in time is wasted; the receiver asks again later).
+    #[inline]
+    pub fn drop_expired_tokens(&mut self, now: Time) {
+        let Some(ph) = self.ph.as_deref_mut() else { return };
+        while let Some(&(expiry, _, _)) = ph.tokens.front() {
+            if expiry >= now {
+                break;
+            }
+            ph.tokens.pop_front();
+            self.stats.expired_tokens += 1;
         }
     }
 
     /// Bytes of the flow not yet acknowledged (the key of the
     /// smallest-remaining-first NIC order); `u64::MAX` for long-lived flows,
-    /// so that they rank last and equal to each other.
+    /// so that they rank last and equal to each other. A pHost flow's is
+    /// what its receiver still misses (its last token says).
     #[inline]
     pub fn remaining(&self) -> u64 {
-        if self.ctl.size == u64::MAX {
+        if self.path.transport == Transport::PHost {
+            self.snd.peer_remaining
+        } else if self.ctl.size == u64::MAX {
             u64::MAX
         } else {
             self.ctl.size.saturating_sub(self.ctl.snd_una)

@@ -126,11 +126,15 @@ impl ReadySet {
 ///
 /// The minimal credit transport grants one packet per token, round robin
 /// over `waiting`, paced at the host's downlink rate; receiver-driven
-/// protocols replace the order and the pacing rule, not the structure.
+/// protocols replace the order and the pacing rule, not the structure
+/// (pHost: `policy` says so, and each token goes to the best eligible flow
+/// of `waiting`, smallest remaining first).
 #[derive(Clone, Debug)]
 pub struct GrantScheduler {
-    /// Flows with bytes left to grant, in round-robin order.
+    /// Flows with bytes left to grant (round robin: in their order).
     pub waiting: VecDeque<u32>,
+    /// How the next token is chosen (set by the first flow that asks).
+    pub policy: GrantPolicy,
     /// Earliest time the next token may go (the last grant's packet time
     /// at the downlink rate after the previous token).
     pub next_token: Time,
@@ -140,6 +144,18 @@ pub struct GrantScheduler {
 
 impl Default for GrantScheduler {
     fn default() -> Self {
-        GrantScheduler { waiting: VecDeque::new(), next_token: 0, wake_at: Time::MAX }
+        GrantScheduler { waiting: VecDeque::new(), policy: GrantPolicy::RoundRobin, next_token: 0, wake_at: Time::MAX }
     }
+}
+
+/// How a host's receiver scheduler chooses the flow of its next token.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GrantPolicy {
+    /// The credit transport: one packet per token, round robin.
+    #[default]
+    RoundRobin,
+    /// pHost: the eligible flow with the fewest bytes not yet received
+    /// (ties: earlier start), skipping flows with a full token window or
+    /// in their resend timeout.
+    PHost,
 }

@@ -106,6 +106,10 @@ pub struct Packet {
     /// bytes (a cache line and a quarter, as before ranks existed); remainders
     /// of 4 GiB and more saturate, i.e. all rank as least urgent.
     pub rank: u32,
+    /// pHost data: the number of the token it spends, modulo 256 (the
+    /// receiver restores the full number from the tokens it issued; one byte
+    /// keeps a packet at 80 bytes).
+    pub token: u8,
 }
 
 impl Packet {
@@ -134,6 +138,7 @@ impl Packet {
             grant_prio: 0,
             prio: 0,
             rank: 0,
+            token: 0,
         }
     }
 }

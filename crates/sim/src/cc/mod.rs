@@ -19,6 +19,7 @@ mod hpcc;
 mod line_rate;
 mod newreno;
 mod pfabric;
+mod phost;
 mod swift;
 mod timely;
 
@@ -31,6 +32,7 @@ pub use hpcc::Hpcc;
 pub use line_rate::LineRate;
 pub use newreno::NewReno;
 pub use pfabric::PFabric;
+pub use phost::PHost;
 pub use swift::Swift;
 pub use timely::Timely;
 
@@ -191,6 +193,13 @@ pub enum Transport {
     /// and after `host.pfabric_probe_after` timeouts in a row the sender only
     /// sends header-size probes, one per timeout, until one is answered.
     PFabric,
+    /// pHost: the sender announces its flow with a request-to-send and
+    /// sends its first packets on free tokens; the receiver paces one token
+    /// per packet time over its flows, smallest remaining first, each token
+    /// naming the next packet it still misses (so lost packets are asked for
+    /// again); the sender spends unexpired tokens, smallest remaining flow
+    /// first. The receiver acknowledges once, when all data has arrived.
+    PHost,
 }
 
 /// An acknowledgement as the sender sees it.
@@ -304,6 +313,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         NewReno::info(),
         Cubic::info(),
         PFabric::info(),
+        PHost::info(),
         LineRate::info(),
         FixedRate::info(),
         CcInfo {
@@ -339,6 +349,8 @@ pub enum Cc {
     Cubic(Cubic),
     /// pFabric's end-host window (with rank switch ports).
     PFabric(PFabric),
+    /// pHost's end hosts (tokens from the receiver, no CC).
+    PHost(PHost),
 }
 
 /// Reads parameters of one algorithm from a [`CcConfig`], rejecting unknown names.
@@ -463,6 +475,7 @@ impl Cc {
             "newreno" => build!(NewReno, NewReno),
             "cubic" => build!(Cubic, Cubic),
             "pfabric" => build!(PFabric, PFabric),
+            "phost" => build!(PHost, PHost),
             "agent" => {
                 let Some(spec) = build.agent else {
                     return Err(ConfigError::new(
@@ -505,6 +518,7 @@ impl Cc {
             Cc::NewReno(_) => "newreno",
             Cc::Cubic(_) => "cubic",
             Cc::PFabric(_) => "pfabric",
+            Cc::PHost(_) => "phost",
         }
     }
 }
@@ -523,6 +537,7 @@ macro_rules! dispatch {
             Cc::NewReno($cc) => $call,
             Cc::Cubic($cc) => $call,
             Cc::PFabric($cc) => $call,
+            Cc::PHost($cc) => $call,
         }
     };
 }

@@ -44,6 +44,10 @@ impl Simulation {
                     };
                     f.snd.next_avail = self.now as f64;
                     let credit = f.path.transport == Transport::Credit;
+                    if f.path.transport == Transport::PHost {
+                        // Free tokens and the RTS before the first data.
+                        self.phost_start(fid);
+                    }
                     self.cc_event(fid, |cc, ctx| cc.on_start(ctx));
                     if credit {
                         self.send_rts(fid);
@@ -62,7 +66,12 @@ impl Simulation {
                         f.ctl.app_limit = f.ctl.app_limit.min(f.ctl.snd_nxt.max(f.snd.max_sent));
                         f.ctl.size = f.ctl.app_limit;
                         f.snd.messages.retain(|m| m.1 <= f.ctl.app_limit);
-                        if f.path.transport == Transport::Credit {
+                        let end = f.ctl.size;
+                        // pHost tokens beyond the new end name nothing to send.
+                        if let Some(ph) = f.ph.as_deref_mut() {
+                            ph.tokens.retain(|t| t.1 < end);
+                        }
+                        if matches!(f.path.transport, Transport::Credit | Transport::PHost) {
                             // The receiver stops granting beyond the new end.
                             self.send_rts(fid);
                         }

@@ -265,12 +265,23 @@ impl Simulation {
                 "tcp" => Transport::Tcp,
                 "credit" => Transport::Credit,
                 "pfabric" => Transport::PFabric,
+                "phost" => Transport::PHost,
                 _ => cc.transport(),
             };
+            if transport == Transport::PHost && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
+                // Tokens name packets of a known size: pHost moves finite flows.
+                return Err(ConfigError::new(
+                    "host.loss_recovery",
+                    "\"phost\"",
+                    "pHost needs finite flows without messages (a size, no stream)",
+                ));
+            }
             let rto = match transport {
                 // Until RTT samples exist, never time out before a round trip is possible.
                 Transport::Tcp => self.scenario.host.rto.0.max(2 * base_rtt),
-                Transport::GoBackN | Transport::Credit | Transport::PFabric => self.scenario.host.rto.0,
+                Transport::GoBackN | Transport::Credit | Transport::PFabric | Transport::PHost => {
+                    self.scenario.host.rto.0
+                }
             };
             self.flows.push(Flow {
                 snd: Sender {
@@ -293,6 +304,7 @@ impl Simulation {
                     sacked: 0,
                     timeouts_in_row: 0,
                     probing: false,
+                    peer_remaining: s.size,
                 },
                 ctl: FlowCtl {
                     rate: line,
@@ -326,6 +338,7 @@ impl Simulation {
                 tcp: TcpRecovery::default(),
                 rcv: Receiver::default(),
                 cc,
+                ph: (transport == Transport::PHost).then(Box::default),
             });
             let id = id as u32;
             self.app.push((s.start, id, AppAction::Start));
@@ -514,11 +527,11 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
-    if !["auto", "go_back_n", "tcp", "credit", "pfabric"].contains(&h.loss_recovery.as_str()) {
+    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost"].contains(&h.loss_recovery.as_str()) {
         return e(
             "host.loss_recovery",
             &format!("\"{}\"", h.loss_recovery),
-            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\" or \"pfabric\"",
+            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\" or \"phost\"",
         );
     }
     if h.ack_every == 0 {
@@ -573,6 +586,7 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
             "use \"round_robin\" or \"srpt\" (smallest remaining first)",
         ));
     }
+    validate_phost(h)?;
     if h.pfabric_probe_after == 0 {
         return Err(ConfigError::new("host.pfabric_probe_after", 0, "must be at least 1 timeout"));
     }
@@ -584,6 +598,26 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
         if v == 0 || v > 65_536 {
             return Err(ConfigError::new(format!("packets.{name}"), v, "must be from 1 to 65536 bytes"));
         }
+    }
+    Ok(())
+}
+
+/// Checks pHost's fields (`host.phost_*`).
+fn validate_phost(h: &crate::config::HostConfig) -> CfgResult<()> {
+    for (name, v) in [
+        ("phost_token_ttl", h.phost_token_ttl),
+        ("phost_resend_timeout", h.phost_resend_timeout),
+        ("phost_window_timeout", h.phost_window_timeout),
+    ] {
+        if !(v > 0.0 && v <= 1e6) {
+            return Err(ConfigError::new(format!("host.{name}"), v, "must be a positive number of packet times"));
+        }
+    }
+    if h.phost_window == 0 {
+        return Err(ConfigError::new("host.phost_window", 0, "must be at least 1 token"));
+    }
+    if h.phost_free_tokens > 255 {
+        return Err(ConfigError::new("host.phost_free_tokens", h.phost_free_tokens, "must be from 0 to 255 packets"));
     }
     Ok(())
 }

@@ -25,9 +25,53 @@
 //! the data it schedules, as Homa's receivers do. RTS and grants are control packets: they travel in the control
 //! queue and are never dropped, so the scheduler needs no loss recovery of
 //! its own; lost data is resent below the grant by go-back-N.
+//!
+//! pHost (`Transport::PHost`, Gao et al., CoNEXT 2015; spec
+//! `rule_based_cc.md` 7.2, YAPS's configuration) uses the same structure
+//! with its own policy ([`GrantPolicy::PHost`]). A token names one packet
+//! (`seq`: its byte offset; `payload`: the token's number; `rank`: the bytes
+//! the receiver still misses). With `t_pkt` the time of a full packet on the
+//! link in question (`host.phost_*` timers are multiples of it):
+//!
+//! * the sender sends an RTS at its start and spends free tokens on its first
+//!   `phost_free_tokens` packets (every flow, as in the paper; only flows
+//!   that fit in them with `phost_free_short_only`, as in YAPS); they
+//!   expire `phost_free_tokens + phost_token_ttl` packet times after the
+//!   start;
+//! * the receiver sends one token per `t_pkt` of its downlink to the
+//!   eligible flow with the fewest bytes not yet received (ties: the earlier
+//!   start), naming the next packet not yet received after the last one it
+//!   named, wrapping to the first hole: tokens re-request lost packets;
+//! * a flow is not eligible while more than `phost_window` of its tokens are
+//!   outstanding (issued and not seen in data), unless its last token is
+//!   `phost_window_timeout` packet times old (the outstanding count is then
+//!   forgotten: the downgrade ends); nor, once it has had one token per
+//!   packet, for `phost_resend_timeout` packet times, after which it gets
+//!   tokens for what is still missing; a flow whose RTS shows that all its
+//!   packets were free waits `2 x free` packet times;
+//! * the RTS of a flow with free tokens makes the receiver hold its tokens
+//!   for as many packet times from now (the downlink carries those packets;
+//!   holds of flows arriving together overlap rather than add, since with
+//!   small buffers many of those packets are dropped);
+//! * with no flow eligible, the scheduler sleeps until the earliest time one
+//!   becomes eligible;
+//! * the sender keeps its tokens in expiry order, discards expired ones and
+//!   spends the oldest; the NIC serves flows holding tokens in its order
+//!   (`host.scheduler = "srpt"` keys them by the receiver's remaining bytes);
+//! * the receiver keeps out-of-order data and sends one ACK, when all data
+//!   has arrived; a sender that hears nothing for its timeout (`host.rto`)
+//!   resends its RTS, and the RTS of a complete flow is answered with the
+//!   ACK again.
+//!
+//! The receiver scans its active flows for each token (O(flows at the
+//! receiver) per token, not per data packet); a receiver rarely has more
+//! than tens of active flows, and the scan needs no re-keying when a flow's
+//! remaining bytes change at each arrival.
 
 use super::Simulation;
+use crate::cc::Transport;
 use crate::engine::Event;
+use crate::host::GrantPolicy;
 use crate::packet::{PacketKind, PktId};
 use crate::units::{ser_time, Time};
 
@@ -51,6 +95,10 @@ impl Simulation {
             (p.flow, p.seq)
         };
         self.pool.free(pid);
+        if self.flows[fid as usize].path.transport == Transport::PHost {
+            self.phost_on_rts(h, fid, announced);
+            return;
+        }
         let f = &mut self.flows[fid as usize];
         f.rcv.requested = announced;
         if f.rcv.granted < f.rcv.requested && !f.rcv.in_grant_queue {
@@ -71,7 +119,10 @@ impl Simulation {
             return;
         }
         self.hosts[h as usize].grants.wake_at = Time::MAX;
-        self.grant_next(h);
+        match self.hosts[h as usize].grants.policy {
+            GrantPolicy::RoundRobin => self.grant_next(h),
+            GrantPolicy::PHost => self.phost_token_next(h),
+        }
     }
 
     /// Grants one packet to the flow at the front of host `h`'s scheduler and
@@ -132,10 +183,279 @@ impl Simulation {
             let p = self.pool.get(pid);
             (p.flow, p.seq, p.grant_prio)
         };
+        if self.flows[fid as usize].path.transport == Transport::PHost {
+            self.phost_on_token(pid);
+            return;
+        }
         self.pool.free(pid);
         let f = &mut self.flows[fid as usize];
         f.snd.granted = f.snd.granted.max(offset);
         f.snd.grant_prio = prio;
         self.schedule_flow(fid);
+    }
+}
+
+// ---- pHost
+
+/// pHost: how many of a flow's first packets its free tokens cover.
+pub(super) fn phost_free_packets(h: &crate::config::HostConfig, size: u64, payload: u64) -> u64 {
+    let pkts = size.div_ceil(payload);
+    let free = h.phost_free_tokens as u64;
+    if h.phost_free_short_only && pkts > free {
+        0
+    } else {
+        pkts.min(free)
+    }
+}
+
+/// pHost: the data priority of a flow of `size` bytes (0 most urgent):
+/// short flows above long ones with three levels, one data level otherwise.
+pub(super) fn phost_data_prio(h: &crate::config::HostConfig, size: u64, payload: u64) -> u8 {
+    u8::from(h.phost_third_level && size.div_ceil(payload) > h.phost_prio_threshold as u64)
+}
+
+impl Simulation {
+    /// A full packet's time at the rate of host `h`'s downlink (the
+    /// receiver's pHost time unit).
+    fn downlink_t_pkt(&self, h: u32) -> Time {
+        let full = (self.scenario.packets.payload + self.scenario.packets.header) as u64;
+        let nic = self.hosts[h as usize].port as usize;
+        ser_time(full, self.ports[self.ports[nic].peer as usize].rate_bps)
+    }
+
+    /// A full packet's time at flow `fid`'s line rate (the sender's pHost
+    /// time unit).
+    fn sender_t_pkt(&self, fid: u32) -> Time {
+        let full = (self.scenario.packets.payload + self.scenario.packets.header) as u64;
+        ser_time(full, self.flows[fid as usize].ctl.line_rate as u64)
+    }
+
+    /// pHost flow `fid` starts: its free tokens, then its request-to-send.
+    pub(super) fn phost_start(&mut self, fid: u32) {
+        let payload = self.scenario.packets.payload as u64;
+        let t_pkt = self.sender_t_pkt(fid);
+        let h = &self.scenario.host;
+        let f = &mut self.flows[fid as usize];
+        let free = phost_free_packets(h, f.ctl.size, payload);
+        let expiry = self.now + ((free as f64 + h.phost_token_ttl) * t_pkt as f64) as Time;
+        ph!(f).tokens.clear();
+        for i in 0..free {
+            ph!(f).tokens.push_back((expiry, i * payload, (i + 1) as u8));
+        }
+        f.snd.peer_remaining = f.ctl.size;
+        f.snd.last_progress = self.now;
+        self.send_rts(fid);
+    }
+
+    /// The RTS of pHost flow `fid` reached its receiver `h`: the flow joins
+    /// the token scheduler (a repeated RTS only updates the size; the RTS of
+    /// a complete flow gets its ACK again: the first one may have been lost).
+    fn phost_on_rts(&mut self, h: u32, fid: u32, announced: u64) {
+        let payload = self.scenario.packets.payload as u64;
+        let t_pkt = self.downlink_t_pkt(h);
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        if f.rcv.rcv_nxt >= f.ctl.size {
+            self.phost_final_ack(h, fid, now);
+            return;
+        }
+        let first = f.rcv.requested == 0 && ph!(f).tokens_sent == 0;
+        f.rcv.requested = announced;
+        if !first || f.rcv.in_grant_queue {
+            return;
+        }
+        let free = phost_free_packets(&self.scenario.host, f.ctl.size, payload);
+        let pkts = f.ctl.size.div_ceil(payload);
+        ph!(f).tokens_sent = free;
+        ph!(f).token_goal = pkts;
+        ph!(f).last_token_at = now;
+        ph!(f).token_cursor = free * payload;
+        if free == pkts {
+            // Every packet was free: treated as fully tokened.
+            ph!(f).paused_until = now + 2 * free * t_pkt;
+        }
+        f.rcv.in_grant_queue = true;
+        let g = &mut self.hosts[h as usize].grants;
+        g.policy = GrantPolicy::PHost;
+        g.waiting.push_back(fid);
+        if free > 0 {
+            // Leave the downlink to the free packets (holds overlap).
+            g.next_token = g.next_token.max(now + free * t_pkt);
+        }
+        let t = g.next_token.max(now);
+        self.arm_grants(h, t);
+    }
+
+    /// Host `h`'s pHost scheduler: one token to the best eligible flow, then
+    /// the next token one packet time later; or sleep until a flow becomes
+    /// eligible.
+    fn phost_token_next(&mut self, h: u32) {
+        let now = self.now;
+        let g = &self.hosts[h as usize].grants;
+        if now < g.next_token {
+            let t = g.next_token;
+            self.arm_grants(h, t);
+            return;
+        }
+        let payload = self.scenario.packets.payload as u64;
+        let t_pkt = self.downlink_t_pkt(h);
+        let hc = &self.scenario.host;
+        let window = hc.phost_window as u64;
+        let window_timeout = (hc.phost_window_timeout * t_pkt as f64) as Time;
+        let resend_timeout = (hc.phost_resend_timeout * t_pkt as f64) as Time;
+        let flows = &mut self.flows;
+        let g = &mut self.hosts[h as usize].grants;
+        let mut best: Option<(u64, Time, u32)> = None;
+        let mut wake = Time::MAX;
+        g.waiting.retain(|&fid| {
+            let f = &mut flows[fid as usize];
+            let size = f.ctl.size;
+            if f.rcv.rcv_nxt >= size {
+                f.rcv.in_grant_queue = false;
+                return false;
+            }
+            let missing = size.saturating_sub(ph!(f).received);
+            if ph!(f).tokens_sent >= ph!(f).token_goal {
+                if ph!(f).paused_until > now {
+                    wake = wake.min(ph!(f).paused_until);
+                    return true;
+                }
+                // The resend timeout is over: ask again for what is missing.
+                ph!(f).token_goal = ph!(f).tokens_sent + missing.div_ceil(payload);
+            }
+            if ph!(f).tokens_sent - ph!(f).token_seen.min(ph!(f).tokens_sent) > window {
+                let relax_at = ph!(f).last_token_at + window_timeout;
+                if now < relax_at {
+                    wake = wake.min(relax_at);
+                    return true;
+                }
+                // Downgrade over: forget the outstanding tokens.
+                ph!(f).token_seen = ph!(f).tokens_sent;
+            }
+            let key = (missing, f.path.start, fid);
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+            true
+        });
+        let Some((missing, _, fid)) = best else {
+            if wake != Time::MAX {
+                let t = wake.max(g.next_token);
+                self.arm_grants(h, t);
+            }
+            return;
+        };
+        let f = &mut self.flows[fid as usize];
+        let offset = next_missing(&f.rcv, ph!(f).token_cursor, f.ctl.size);
+        ph!(f).token_cursor = offset + payload;
+        ph!(f).tokens_sent += 1;
+        ph!(f).last_token_at = now;
+        if ph!(f).tokens_sent == ph!(f).token_goal {
+            ph!(f).paused_until = now + resend_timeout;
+        }
+        let (number, src) = (ph!(f).tokens_sent, f.path.src);
+        let next = now + t_pkt;
+        let g = &mut self.hosts[h as usize].grants;
+        g.next_token = next;
+        if !g.waiting.is_empty() {
+            self.arm_grants(h, next);
+        }
+        let size = self.scenario.packets.grant;
+        let p = self.control_packet(fid, PacketKind::Grant, h, src, size, offset);
+        let pk = self.pool.get_mut(p);
+        pk.payload = number as u32;
+        pk.rank = missing.min(u32::MAX as u64) as u32;
+        self.send_control(h, p);
+    }
+
+    /// A pHost token reached its sender: kept until it expires.
+    fn phost_on_token(&mut self, pid: PktId) {
+        let (fid, offset, number, missing) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.seq, p.payload, p.rank as u64)
+        };
+        self.pool.free(pid);
+        let ttl = (self.scenario.host.phost_token_ttl * self.sender_t_pkt(fid) as f64) as Time;
+        let now = self.now;
+        let f = &mut self.flows[fid as usize];
+        if f.snd.finished.is_some() {
+            return;
+        }
+        ph!(f).tokens.push_back((now + ttl, offset, number as u8));
+        f.snd.peer_remaining = missing;
+        f.snd.last_progress = now;
+        self.schedule_flow(fid);
+    }
+
+    /// A pHost data packet reached its receiver `h`: kept whatever its
+    /// order, its token noted; the ACK goes when all data has arrived.
+    pub(super) fn phost_receive_data(&mut self, h: u32, pid: PktId) {
+        let (fid, seq, payload, token, ts) = {
+            let p = self.pool.get(pid);
+            (p.flow, p.seq, p.payload as u64, p.token, p.ts_tx)
+        };
+        self.pool.free(pid);
+        let f = &mut self.flows[fid as usize];
+        let r = &mut f.rcv;
+        let end = seq + payload;
+        let new = if end <= r.rcv_nxt {
+            false
+        } else if seq <= r.rcv_nxt {
+            r.rcv_nxt = end;
+            while let Some(&(a, b)) = r.ooo.first() {
+                if a > r.rcv_nxt {
+                    break;
+                }
+                r.rcv_nxt = r.rcv_nxt.max(b);
+                r.ooo.remove(0);
+            }
+            true
+        } else if r.ooo.iter().any(|&(a, b)| a <= seq && end <= b) {
+            false
+        } else {
+            super::receiver::insert_range(&mut r.ooo, seq, end);
+            true
+        };
+        // The latest token issued whose number has these low bits: tokens
+        // are spent within their lifetime, far fewer than 256 tokens later.
+        let back = (ph!(f).tokens_sent as u8).wrapping_sub(token) as u64;
+        ph!(f).token_seen = ph!(f).token_seen.max(ph!(f).tokens_sent.saturating_sub(back));
+        if new {
+            ph!(f).received += payload;
+            if r.rcv_nxt >= f.ctl.size {
+                self.phost_final_ack(h, fid, ts);
+            }
+        }
+    }
+
+    /// The ACK that ends pHost flow `fid`: everything has arrived.
+    fn phost_final_ack(&mut self, h: u32, fid: u32, ts: Time) {
+        let f = &self.flows[fid as usize];
+        let (src, rcv_nxt) = (f.path.src, f.rcv.rcv_nxt);
+        let size = self.scenario.packets.ack;
+        let a = self.control_packet(fid, PacketKind::Ack, h, src, size, rcv_nxt);
+        self.pool.get_mut(a).ts_tx = ts;
+        self.send_control(h, a);
+    }
+}
+
+/// The byte offset of the next packet not yet received at or after
+/// `cursor`, wrapping to the first hole past the end (the flow is incomplete,
+/// so `rcv_nxt` is a hole).
+fn next_missing(r: &crate::flow::Receiver, cursor: u64, size: u64) -> u64 {
+    let mut c = cursor.max(r.rcv_nxt);
+    for &(a, b) in &r.ooo {
+        if b <= c {
+            continue;
+        }
+        if a > c {
+            break;
+        }
+        c = b;
+    }
+    if c >= size {
+        r.rcv_nxt
+    } else {
+        c
     }
 }

@@ -29,6 +29,14 @@
 //! ACK/NACK/CNP/probe replies that travel back the same way to the sender's
 //! transport (`transport::on_ack`) and CC (`cc_glue`).
 
+/// The pHost token state of flow `f` (a `&mut Flow` or a place of one),
+/// borrowing only that field, so the flow's other parts stay usable.
+macro_rules! ph {
+    ($f:expr) => {
+        $f.ph.as_deref_mut().expect("a pHost flow has its token state")
+    };
+}
+
 mod app;
 mod bridge;
 mod build;

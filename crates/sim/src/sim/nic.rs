@@ -51,6 +51,9 @@ impl Simulation {
     /// Puts a flow that may be able to send into its NIC's scheduler.
     pub(super) fn schedule_flow(&mut self, fid: u32) {
         let f = &mut self.flows[fid as usize];
+        if f.path.transport == Transport::PHost {
+            f.drop_expired_tokens(self.now);
+        }
         if f.snd.sched != SchedState::Idle || !f.can_send(self.max_outstanding) {
             return;
         }
@@ -109,7 +112,10 @@ impl Simulation {
         let now = self.now;
         let port = self.hosts[h as usize].port;
         if let Some(c) = self.hosts[h as usize].current {
-            let f = &self.flows[c as usize];
+            let f = &mut self.flows[c as usize];
+            if f.path.transport == Transport::PHost {
+                f.drop_expired_tokens(now);
+            }
             let paused = self.ports[port as usize].is_paused(f.path.class);
             if self.hosts[h as usize].burst_left > 0 && !paused && f.can_send(self.max_outstanding) {
                 return Some(c);
@@ -139,6 +145,9 @@ impl Simulation {
                 f.snd.sched = SchedState::Parked;
                 host.parked.push(fid);
                 continue;
+            }
+            if f.path.transport == Transport::PHost {
+                f.drop_expired_tokens(now);
             }
             if !f.can_send(self.max_outstanding) {
                 f.snd.sched = SchedState::Idle;
@@ -206,9 +215,21 @@ impl Simulation {
         let int_header = self.scenario.switch.int_header;
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        let seq = f.snd.retx.take().unwrap_or(f.ctl.snd_nxt);
-        let mut payload = (f.ctl.app_limit.max(f.snd.max_sent) - seq).min(pk.payload as u64) as u32;
+        let mut seq = f.snd.retx.take().unwrap_or(f.ctl.snd_nxt);
+        let mut token = 0;
+        if f.path.transport == Transport::PHost {
+            // The oldest unexpired token names the packet (the NIC dropped
+            // the expired ones before it picked the flow).
+            let (_, offset, number) = ph!(f).tokens.pop_front().expect("a pHost flow sends only on a token");
+            seq = offset;
+            token = number;
+        }
+        let mut payload = (f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq)).min(pk.payload as u64) as u32;
         let mut prio = f.path.class.saturating_sub(1);
+        if f.path.transport == Transport::PHost {
+            payload = f.ctl.size.saturating_sub(seq).min(pk.payload as u64) as u32;
+            prio = super::grants::phost_data_prio(&self.scenario.host, f.ctl.size, pk.payload as u64);
+        }
         if f.path.transport == Transport::Credit {
             // Never beyond the grant (a message may have raised the
             // application limit past the last granted packet), and at the
@@ -246,6 +267,7 @@ impl Simulation {
             _ => f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq),
         };
         p.rank = remaining.min(u32::MAX as u64) as u32;
+        p.token = token;
         if f.ctl.probe_requested {
             f.ctl.probe_requested = false;
             p.probe = true;
@@ -255,6 +277,8 @@ impl Simulation {
         }
         if seq == f.ctl.snd_nxt {
             f.ctl.snd_nxt += payload as u64;
+        } else if f.path.transport == Transport::PHost {
+            f.ctl.snd_nxt = f.ctl.snd_nxt.max(seq + payload as u64);
         }
         f.snd.max_sent = f.snd.max_sent.max(f.ctl.snd_nxt);
         f.stats.sent_bytes += size as u64;

@@ -22,7 +22,8 @@
 //! flow's [`Transport`]; the credit transport's receiver behaves as
 //! go-back-N here and adds grants (`grants.rs`): a request-to-send arriving
 //! at a host goes to its grant scheduler, a grant arriving at the sender
-//! opens its credit gate.
+//! opens its credit gate. pHost's receiver half is in `grants.rs` too: it
+//! keeps data in any order and acknowledges once, at the end.
 
 use super::Simulation;
 use crate::cc::Transport;
@@ -37,7 +38,12 @@ impl Simulation {
             PacketKind::Data => {
                 let size = self.pool.get(pid).size as u64;
                 self.cons.delivered_bytes += size;
-                self.receive_data(h, pid);
+                let fid = self.pool.get(pid).flow;
+                if self.flows[fid as usize].path.transport == Transport::PHost {
+                    self.phost_receive_data(h, pid);
+                } else {
+                    self.receive_data(h, pid);
+                }
             }
             PacketKind::Probe => self.answer_probe(h, pid),
             PacketKind::Ack => self.on_ack(pid),
@@ -102,7 +108,7 @@ impl Simulation {
                     insert_range(&mut f.rcv.ooo, seq, seq + payload);
                     send_ack = true;
                 }
-                Transport::GoBackN | Transport::Credit => {
+                Transport::GoBackN | Transport::Credit | Transport::PHost => {
                     let expected = f.rcv.rcv_nxt;
                     let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
                     if !recent {
@@ -162,7 +168,7 @@ impl Simulation {
 }
 
 /// Adds [a, b) to a sorted list of disjoint ranges, merging neighbours.
-fn insert_range(ranges: &mut Vec<(u64, u64)>, a: u64, b: u64) {
+pub(super) fn insert_range(ranges: &mut Vec<(u64, u64)>, a: u64, b: u64) {
     let i = ranges.partition_point(|r| r.1 < a);
     let mut lo = a;
     let mut hi = b;

@@ -26,6 +26,9 @@
 //!   and after `host.pfabric_probe_after` timeouts in a row the flow sends a
 //!   header-size probe per timeout instead of data until an ACK or the
 //!   probe's reply arrives;
+//! * pHost: tokens name the packets to send, so the receiver re-requests
+//!   what it misses (`grants.rs`); the receiver acknowledges once, at the
+//!   end; the sender's timeout only resends its RTS;
 //! * credit (test/teaching): go-back-N recovery, plus a credit gate: data
 //!   goes only below the offset the receiver has granted
 //!   ([`Flow::transport_allows`]); a go-back resends below the grant.
@@ -77,7 +80,7 @@ impl Simulation {
                 f.snd.probing = false;
                 (false, false)
             }
-            Transport::GoBackN | Transport::Credit => (false, false),
+            Transport::GoBackN | Transport::Credit | Transport::PHost => (false, false),
         };
         if f.snd.finished.is_none() {
             let old_rate = f.ctl.rate;
@@ -162,16 +165,23 @@ impl Simulation {
         let probe_after = self.scenario.host.pfabric_probe_after;
         for fid in 0..self.flows.len() as u32 {
             let f = &mut self.flows[fid as usize];
-            // A probing flow has nothing in flight but its probe, which may be lost too.
+            // A probing flow has nothing in flight but its probe, which may be
+            // lost too; a pHost flow may wait for tokens with nothing in flight.
             if !f.snd.started
                 || f.snd.finished.is_some()
-                || (f.inflight() == 0 && !f.snd.probing)
+                || (f.inflight() == 0 && !f.snd.probing && f.path.transport != Transport::PHost)
                 || now < f.snd.last_progress + f.snd.rto
             {
                 continue;
             }
             f.stats.timeouts += 1;
             f.snd.last_progress = now;
+            if f.path.transport == Transport::PHost {
+                // Nothing heard for a timeout: the RTS, the tokens or the
+                // final ACK may be lost; asking again recovers each.
+                self.send_rts(fid);
+                continue;
+            }
             f.ctl.snd_nxt = f.ctl.snd_una;
             match f.path.transport {
                 Transport::Tcp => {
@@ -191,7 +201,7 @@ impl Simulation {
                     }
                 }
                 // The fixed timeout stays; a credit flow resends below its grant.
-                Transport::GoBackN | Transport::Credit => {}
+                Transport::GoBackN | Transport::Credit | Transport::PHost => {}
             }
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);

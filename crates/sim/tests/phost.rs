@@ -1,0 +1,240 @@
+//! pHost end to end: free tokens for the first packets, then one token per
+//! packet time from the receiver, smallest remaining flow first, tokens that
+//! expire, lost packets asked for again by later tokens.
+
+use ccgym_sim::Simulation;
+use serde_json::{json, Value};
+use std::path::Path;
+
+const PAYLOAD: u64 = 1460;
+const HEADER: u64 = 40;
+const WIRE: u64 = PAYLOAD + HEADER;
+
+/// A star of `hosts` at 10 Gb/s with pHost's switch ports (strict priority,
+/// 36 KB per port, no ECN) and pHost hosts (per-packet SRPT at the NIC).
+fn phost(hosts: u32, flows: Value) -> Value {
+    phost_with_delay(hosts, flows, "1.5us")
+}
+
+/// [`phost`] with another link delay.
+fn phost_with_delay(hosts: u32, flows: Value, link_delay: &str) -> Value {
+    json!({
+        "duration": "20ms",
+        "topology": {"kind": "star", "hosts": hosts, "link_rate": "10Gbps", "link_delay": link_delay},
+        "switch": {"discipline": "priority", "priorities": 2, "buffer_model": "static", "port_buffer": 36864,
+                   "ecn": {"enabled": false}},
+        "host": {"scheduler": "srpt", "burst": WIRE},
+        "packets": {"payload": PAYLOAD, "header": HEADER},
+        "cc": {"algorithm": "phost"},
+        "workload": [{"kind": "flows", "flows": flows}],
+    })
+}
+
+fn build(scenario: &Value) -> Simulation {
+    Simulation::from_json(&scenario.to_string(), Path::new(".")).expect("valid scenario")
+}
+
+fn conserved(sim: &Simulation) -> bool {
+    let s = sim.summary();
+    let c = &s["conservation"];
+    let g = |k: &str| c[k].as_u64().unwrap();
+    g("sent_bytes") == g("delivered_bytes") + g("dropped_bytes") + g("in_flight_bytes")
+}
+
+fn port(sim: &Simulation, name: &str) -> usize {
+    (0..sim.ports().len() as u32).find(|&p| sim.port_name(p) == name).expect("port exists") as usize
+}
+
+#[test]
+fn incast_drops_only_unscheduled_packets_and_keeps_the_queue_short() {
+    // 64 senders of 200 KB into one receiver. Each sends its first 8
+    // packets on free tokens at once: the receiver's 36 KB port must drop
+    // most of them. From then on the receiver's tokens pace the data.
+    let flows: Vec<Value> = (1..=64).map(|i| json!({"src": i, "dst": 0, "size": "200KB"})).collect();
+    // Links of 2 us: a base RTT of about 10 us, one BDP of about 8.75
+    // packets, as in the paper's 10 Gb/s setting.
+    let mut sc = phost_with_delay(65, json!(flows), "2us");
+    // Free tokens expire after 9.5 packet times (11.4 us); the last free
+    // packets have left the switch by about 70 us (the port holds 24 full
+    // packets). The window starts after that.
+    sc["metrics"] = json!({"window": ["100us", "20ms"]});
+    let mut sim = build(&sc);
+    sim.run_until(u64::MAX);
+    let down = &sim.ports()[port(&sim, "sw0->h0")];
+    assert!(down.stats.drops > 0, "64 x 8 free packets cannot all fit in 36 KB");
+    assert_eq!(down.stats.win_drops, 0, "scheduled data is never dropped");
+    let bdp = sim.flows()[0].ctl.bdp;
+    assert!(down.stats.win_max_queue <= 2 * bdp + WIRE, "queue {} B vs BDP {bdp} B", down.stats.win_max_queue);
+    for f in sim.flows() {
+        assert!(f.snd.finished.is_some(), "every flow completes");
+        assert_eq!(f.stats.timeouts, 0, "losses are repaired by tokens, not timeouts");
+    }
+    // The receiver's downlink stays busy: the last flow ends within 10% of
+    // the time its bytes need at 10 Gb/s (plus the lost free packets).
+    let last = sim.flows().iter().map(|f| f.snd.finished.unwrap()).max().unwrap();
+    let bytes = 64 * 200_000u64.div_ceil(PAYLOAD) * WIRE;
+    let line_time = bytes as f64 * 8.0 / 10e9 * 1e12;
+    assert!((last as f64) < 1.1 * line_time, "last completion {last} ps vs {line_time} ps at line rate");
+    assert!(conserved(&sim));
+}
+
+#[test]
+fn tokens_go_to_the_smaller_flow_first_then_back_to_the_larger() {
+    // Links of 1.5 us: the BDP (about 7 packets) fits in the token window
+    // of 8, so the small flow never stalls on its window (were it larger,
+    // the receiver would downgrade the small flow for a while and serve the
+    // large one meanwhile, as pHost means it to).
+    // A 300 KB flow is under way when a 30 KB flow to the same receiver
+    // starts: once the small flow's RTS is in, every token goes to it, and
+    // the large flow gets tokens again only when the small one is complete.
+    let mut sim = build(&phost(
+        3,
+        json!([{"src": 1, "dst": 0, "size": "300KB"}, {"src": 2, "dst": 0, "size": "30KB", "start": "50us"}]),
+    ));
+    let step = 100 * ccgym_sim::units::NS;
+    let mut t = 0;
+    let mut received_when_small_started = None;
+    let mut small_done = None;
+    let mut small_tokened = None;
+    while small_done.is_none() {
+        t += step;
+        sim.run_until(t);
+        let (large, small) = (&sim.flows()[0], &sim.flows()[1]);
+        // Tokens already on their way to the large flow (its window) still
+        // arrive: measure from an RTT and a window of packets after the start.
+        if t >= 70 * ccgym_sim::units::US && received_when_small_started.is_none() {
+            received_when_small_started = Some(large.ph.as_ref().unwrap().received);
+        }
+        if small_tokened.is_none() && small.ph.as_ref().unwrap().tokens_sent >= small.ctl.size.div_ceil(PAYLOAD) {
+            small_tokened = Some(large.ph.as_ref().unwrap().received);
+        }
+        if small.rcv.rcv_nxt >= small.ctl.size {
+            small_done = Some((t, large.ph.as_ref().unwrap().received));
+        }
+    }
+    let (done_at, large_at_done) = small_done.unwrap();
+    let before = received_when_small_started.expect("the small flow outlives 20 us");
+    assert!(large_at_done < 300_000 && before > 0);
+    assert_eq!(large_at_done, before, "the large flow got data while the small flow had tokens to take");
+    // Then the large flow resumes and completes.
+    sim.run_until(u64::MAX);
+    assert!(sim.flows()[0].ph.as_ref().unwrap().received > large_at_done);
+    assert!(sim.flows().iter().all(|f| f.snd.finished.is_some()));
+    assert!(sim.flows()[1].snd.finished.unwrap() < sim.flows()[0].snd.finished.unwrap());
+    assert!(done_at < 100 * ccgym_sim::units::US, "the small flow finishes quickly: {done_at}");
+    assert!(conserved(&sim));
+}
+
+#[test]
+fn a_lost_packet_is_asked_for_again_by_a_later_token() {
+    // The sender's uplink loses 3% of packets: lost data (free or
+    // tokened) is named again by tokens after the resend timeout; the flow
+    // completes without any sender timeout.
+    let mut sc = phost(2, json!([{"src": 1, "dst": 0, "size": "300KB"}]));
+    sc["link"] = json!([{"from": "h1", "to": "sw0", "loss": 0.03}]);
+    let mut sim = build(&sc);
+    sim.run_until(u64::MAX);
+    let f = &sim.flows()[0];
+    let lost = sim.summary()["conservation"]["dropped_bytes"].as_u64().unwrap();
+    assert!(lost > 0, "some data must be lost");
+    assert!(f.snd.finished.is_some(), "the flow completes");
+    assert!(f.stats.retx_bytes > 0, "lost packets are sent again");
+    assert_eq!(f.stats.timeouts, 0, "tokens, not the sender's timeout, recover them");
+    assert_eq!(f.ph.as_ref().unwrap().received, 300_000);
+    // Tokens beyond one per packet were issued: one per lost packet.
+    let pkts = 300_000u64.div_ceil(PAYLOAD);
+    assert_eq!(f.ph.as_ref().unwrap().tokens_sent, pkts + lost / WIRE, "one token per packet plus one per lost packet");
+    assert!(conserved(&sim));
+}
+
+#[test]
+fn expired_tokens_are_dropped_unspent() {
+    // One sender, two receivers: each receiver sends a token per packet
+    // time, but the sender's NIC spends one per packet time in all, so
+    // about half the tokens expire; every token is either spent, expired or
+    // still held when the flow ends.
+    let sizes = 100 * PAYLOAD;
+    let mut sim = build(&phost(3, json!([{"src": 0, "dst": 1, "size": sizes}, {"src": 0, "dst": 2, "size": sizes}])));
+    sim.run_until(u64::MAX);
+    let mut expired = 0;
+    for f in sim.flows() {
+        assert!(f.snd.finished.is_some(), "every flow completes");
+        let sent = f.stats.sent_bytes / WIRE;
+        assert_eq!(f.stats.sent_bytes % WIRE, 0);
+        assert_eq!(
+            sent + f.stats.expired_tokens + f.ph.as_ref().unwrap().tokens.len() as u64,
+            f.ph.as_ref().unwrap().tokens_sent,
+            "each token is spent, expired or held"
+        );
+        assert_eq!(f.stats.sent_bytes, f.ctl.size / PAYLOAD * WIRE, "no packet is sent twice: nothing is lost");
+        expired += f.stats.expired_tokens;
+    }
+    assert!(expired > 10, "the busy sender lets tokens expire: {expired}");
+    // A longer lifetime lets the sender spend more of them.
+    let mut sc = phost(3, json!([{"src": 0, "dst": 1, "size": sizes}, {"src": 0, "dst": 2, "size": sizes}]));
+    sc["host"]["phost_token_ttl"] = json!(20.0);
+    let mut long = build(&sc);
+    long.run_until(u64::MAX);
+    let long_expired: u64 = long.flows().iter().map(|f| f.stats.expired_tokens).sum();
+    assert!(long_expired < expired, "{long_expired} vs {expired}");
+}
+
+#[test]
+fn phost_fields_are_checked() {
+    let flows = json!([{"src": 1, "dst": 0, "size": "10KB"}]);
+    for (field, value, needle) in [
+        ("phost_window", json!(0), "host.phost_window"),
+        ("phost_token_ttl", json!(0.0), "host.phost_token_ttl"),
+        ("phost_resend_timeout", json!(-1.0), "host.phost_resend_timeout"),
+        ("phost_free_tokens", json!(300), "host.phost_free_tokens"),
+    ] {
+        let mut sc = phost(2, flows.clone());
+        sc["host"][field] = value;
+        let err = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("refused");
+        assert!(err.to_string().contains(needle), "{err}");
+    }
+    let sc = phost(2, json!([{"src": 1, "dst": 0}]));
+    let err = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("refused");
+    assert!(err.to_string().contains("pHost needs finite flows"), "{err}");
+}
+
+#[test]
+fn yaps_free_tokens_go_only_to_flows_that_fit_in_them() {
+    // The paper's rule (default): every flow sends its first 8 packets at
+    // once. YAPS's (`phost_free_short_only`): a 100 KB flow waits for the
+    // receiver's tokens, a 10 KB flow (7 packets) still sends at once.
+    let flows = json!([{"src": 1, "dst": 0, "size": "100KB"}, {"src": 2, "dst": 0, "size": "10KB"}]);
+    let sent_at_2us = |short_only: bool| {
+        let mut sc = phost(3, flows.clone());
+        sc["host"]["phost_free_short_only"] = json!(short_only);
+        let mut sim = build(&sc);
+        sim.run_until(2 * ccgym_sim::units::US);
+        let sent: Vec<u64> = sim.flows().iter().map(|f| f.stats.sent_bytes).collect();
+        sim.run_until(u64::MAX);
+        assert!(sim.flows().iter().all(|f| f.snd.finished.is_some()));
+        assert!(conserved(&sim));
+        sent
+    };
+    let paper = sent_at_2us(false);
+    assert!(paper[0] > 0 && paper[1] > 0, "{paper:?}");
+    let yaps = sent_at_2us(true);
+    assert_eq!(yaps[0], 0, "the large flow waits for a token");
+    assert!(yaps[1] > 0);
+}
+
+#[test]
+fn a_stopped_flow_completes_with_what_it_sent() {
+    // The application stops a 1 MB flow at 100 us: the receiver stops asking
+    // beyond what was sent and the flow completes at its new size.
+    let mut sim = build(&phost(2, json!([{"src": 1, "dst": 0, "size": "1MB", "stop": "100us"}])));
+    sim.run_until(u64::MAX);
+    let f = &sim.flows()[0];
+    assert!(f.snd.finished.is_some(), "the stopped flow completes");
+    assert!(
+        f.ctl.size < 1_000_000 && f.ph.as_ref().unwrap().received == f.ctl.size,
+        "{} of {}",
+        f.ph.as_ref().unwrap().received,
+        f.ctl.size
+    );
+    assert!(conserved(&sim));
+}
