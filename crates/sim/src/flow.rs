@@ -258,8 +258,13 @@ impl Flow {
 
     /// pHost: discards the tokens that expired before `now` (a token that
     /// cannot be spent in time is wasted; the receiver asks again later).
+    /// Called before every "may it send?" of the NIC; other transports return
+    /// at the tag.
     #[inline]
     pub fn drop_expired_tokens(&mut self, now: Time) {
+        if self.path.transport != Transport::PHost {
+            return;
+        }
         let Some(ph) = self.ph.as_deref_mut() else { return };
         while let Some(&(expiry, _, _)) = ph.tokens.front() {
             if expiry >= now {

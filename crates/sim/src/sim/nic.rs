@@ -51,9 +51,7 @@ impl Simulation {
     /// Puts a flow that may be able to send into its NIC's scheduler.
     pub(super) fn schedule_flow(&mut self, fid: u32) {
         let f = &mut self.flows[fid as usize];
-        if f.path.transport == Transport::PHost {
-            f.drop_expired_tokens(self.now);
-        }
+        f.drop_expired_tokens(self.now);
         if f.snd.sched != SchedState::Idle || !f.can_send(self.max_outstanding) {
             return;
         }
@@ -113,9 +111,7 @@ impl Simulation {
         let port = self.hosts[h as usize].port;
         if let Some(c) = self.hosts[h as usize].current {
             let f = &mut self.flows[c as usize];
-            if f.path.transport == Transport::PHost {
-                f.drop_expired_tokens(now);
-            }
+            f.drop_expired_tokens(now);
             let paused = self.ports[port as usize].is_paused(f.path.class);
             if self.hosts[h as usize].burst_left > 0 && !paused && f.can_send(self.max_outstanding) {
                 return Some(c);
@@ -146,9 +142,7 @@ impl Simulation {
                 host.parked.push(fid);
                 continue;
             }
-            if f.path.transport == Transport::PHost {
-                f.drop_expired_tokens(now);
-            }
+            f.drop_expired_tokens(now);
             if !f.can_send(self.max_outstanding) {
                 f.snd.sched = SchedState::Idle;
                 continue;
@@ -215,28 +209,27 @@ impl Simulation {
         let int_header = self.scenario.switch.int_header;
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        let mut seq = f.snd.retx.take().unwrap_or(f.ctl.snd_nxt);
-        let mut token = 0;
-        if f.path.transport == Transport::PHost {
-            // The oldest unexpired token names the packet (the NIC dropped
-            // the expired ones before it picked the flow).
-            let (_, offset, number) = ph!(f).tokens.pop_front().expect("a pHost flow sends only on a token");
-            seq = offset;
-            token = number;
-        }
-        let mut payload = (f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq)).min(pk.payload as u64) as u32;
-        let mut prio = f.path.class.saturating_sub(1);
-        if f.path.transport == Transport::PHost {
-            payload = f.ctl.size.saturating_sub(seq).min(pk.payload as u64) as u32;
-            prio = super::grants::phost_data_prio(&self.scenario.host, f.ctl.size, pk.payload as u64);
-        }
-        if f.path.transport == Transport::Credit {
+        let next = f.snd.retx.take().unwrap_or(f.ctl.snd_nxt);
+        let offered = f.ctl.app_limit.max(f.snd.max_sent);
+        // What the transport decides for this packet: where it starts, the
+        // end it may not pass, its switch priority and its token number.
+        let (seq, end, prio, token) = match f.path.transport {
+            Transport::PHost => {
+                // The oldest unexpired token names the packet (the NIC
+                // dropped the expired ones before it picked the flow).
+                let (_, offset, number) = ph!(f).tokens.pop_front().expect("a pHost flow sends only on a token");
+                let prio = super::grants::phost_data_prio(&self.scenario.host, f.ctl.size, pk.payload as u64);
+                (offset, f.ctl.size, prio, number)
+            }
             // Never beyond the grant (a message may have raised the
             // application limit past the last granted packet), and at the
             // priority the receiver granted.
-            payload = f.snd.granted.saturating_sub(seq).min(payload as u64) as u32;
-            prio = f.snd.grant_prio;
-        }
+            Transport::Credit => (next, offered.min(f.snd.granted), f.snd.grant_prio, 0),
+            Transport::GoBackN | Transport::Tcp | Transport::PFabric => {
+                (next, offered, f.path.class.saturating_sub(1), 0)
+            }
+        };
+        let payload = end.saturating_sub(seq).min(pk.payload as u64) as u32;
         let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 };
         if f.inflight() == 0 {
             f.snd.last_progress = now;
@@ -261,10 +254,8 @@ impl Simulation {
         // arrived out of order) the bytes not known to have arrived.
         p.prio = prio;
         let remaining = match f.path.transport {
-            Transport::PFabric => {
-                f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(f.ctl.snd_una.saturating_add(f.snd.sacked))
-            }
-            _ => f.ctl.app_limit.max(f.snd.max_sent).saturating_sub(seq),
+            Transport::PFabric => offered.saturating_sub(f.ctl.snd_una.saturating_add(f.snd.sacked)),
+            _ => offered.saturating_sub(seq),
         };
         p.rank = remaining.min(u32::MAX as u64) as u32;
         p.token = token;
