@@ -248,6 +248,10 @@ BAD_INPUTS: list[tuple[str, Any, list[str], str, list[str]]] = [
     ("no-workload", base(workload=[]), [], "workload", ["at least one"]),
     ("stop-after-end", base(), ["workload[0].stop=5ms"], "workload[0].stop",
      ["5ms", "after the end"]),
+    ("poisson-empty-window",
+     base(workload=[{"kind": "poisson", "load": 0.5, "cdf": "fb_hadoop_hpcc", "start": "0.5ms",
+                     "stop": "0.5ms"}]), [],
+     "workload[0].stop", ["500us", "no time for arrivals"]),
 ]  # fmt: skip
 
 

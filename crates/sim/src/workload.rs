@@ -609,6 +609,18 @@ impl<'a> WorkloadBuilder<'a> {
         };
         self.stop_after_start(&format!("{f}.stop"), base.stop, start)?;
         let end = base.stop.unwrap_or(self.duration);
+        // An empty arrival window would make no flows at all: almost certainly a mistake
+        // (a stop equal to the start, or a start at the end of the run), so say so.
+        if end <= start {
+            return Err(ConfigError::new(
+                format!("{f}.stop"),
+                crate::units::fmt_time(end),
+                format!(
+                    "leaves no time for arrivals: it must be after the start ({}); without a stop the run's duration counts",
+                    crate::units::fmt_time(start)
+                ),
+            ));
+        }
         for &h in &hosts {
             let port = self.topo.host_port(h);
             let rate = self.topo.ports[port as usize].rate_bps as f64;
