@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from ccgym._errors import ScenarioError
 from ccgym.hopass.optimum import Optimum, network_optimum
 from ccgym.hopass.slow_layer import SlowLayer, SlowLayerConfig, wrr_weights
 from ccgym.hopass.utility import (
@@ -188,7 +189,22 @@ def _generated_flows(traffic: Mapping[str, Any], hosts: int, n_cls: int, seed: i
 
 def load_experiment(data: Mapping[str, Any], method: str = SLOW_LAYER_METHOD) -> Experiment:
     """Split a scenario dict with a ``[hopass]`` table into the simulator's scenario (the CC set
-    for ``method``, generated flows added) and the experiment's parameters."""
+    for ``method``, generated flows added) and the experiment's parameters.
+
+    Raises:
+        ScenarioError: the ``[hopass]`` table or the scenario does not fit (the message names
+            the key).
+    """
+    try:
+        return _load_experiment(data, method)
+    except ScenarioError:
+        raise
+    except (ValueError, TypeError, KeyError) as e:
+        what = f"missing key {e}" if isinstance(e, KeyError) else str(e)
+        raise ScenarioError(what if what.startswith("hopass") else f"hopass: {what}") from None
+
+
+def _load_experiment(data: Mapping[str, Any], method: str) -> Experiment:
     scenario = copy.deepcopy(dict(data))
     table = scenario.pop("hopass", None)
     if not isinstance(table, dict):
@@ -344,6 +360,13 @@ def run_experiment(
     exp = load_experiment(data, method)
     cfg = exp.config
     n_cls = len(exp.classes)
+    # the fast layer's receivers take the class weights too (issue 17, deliverable 4)
+    fast_layer = method == SLOW_LAYER_METHOD and exp.transport == "hopass"
+    if fast_layer and not hasattr(native().Simulation, "set_hopass_weights"):
+        raise ValueError(
+            'hopass.transport = "hopass" needs a ccgym built with the HOPASS fast layer '
+            "(Simulation.set_hopass_weights); use a classic CC such as dctcp"
+        )
     sim = native().Simulation(scenario_json(exp.scenario), base_dir)
     end_s = sim.end_ps * 1e-12
     qs = sim.switch_queues()
@@ -351,9 +374,6 @@ def run_experiment(
     ports, queues = _host_ports(qs, exp.hosts)
     cls_of = queues - 1  # data queue q carries class q
     _, port_of = np.unique(ports, return_inverse=True)
-    fast_layer = method == SLOW_LAYER_METHOD and exp.transport == "hopass"
-    if fast_layer and not hasattr(sim, "set_hopass_weights"):
-        raise ValueError('transport "hopass" needs a ccgym built with the HOPASS fast layer')
 
     layer: SlowLayer | None = None
     if method == SLOW_LAYER_METHOD:
