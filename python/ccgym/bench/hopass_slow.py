@@ -17,8 +17,10 @@ Metrics of a run (from the first demand regime, and from the last one after a de
   optimum's utility; ``alloc_conv_ms``: the same for the allocation within 5 %;
 * ``reconv_ms``, ``realloc_ms``, ``err_after``, ``alloc_err_after``: the same after the last
   demand change (flows joining, a class's outstanding bytes changing);
-* ``util``: mean utilisation of the host links that carry data, %, over the final slots;
-  ``drops_mb``: bytes dropped in the whole run, MB.
+* ``util``: mean utilisation of the host links that carry data, %, over the final slots (bytes
+  on the wire, retransmissions and out-of-order data included); ``goodput``: the flows'
+  in-order delivered bytes over the whole run (ramp-up included), at wire size, in % of the
+  capacity into the receivers; ``drops_mb``: bytes dropped in the whole run, MB.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-SCORES_VERSION = 1
+SCORES_VERSION = 2
 """Bumped whenever a metric or the controller changes, so that cached runs are redone."""
 
 TABLES = ("hopass-slow-layer", "hopass-overall")
@@ -70,6 +72,7 @@ def scores(res: Mapping[str, Any], table: str = "hopass-slow-layer") -> dict[str
             err_after=last["error_pct"],
             alloc_err_after=last["alloc_error_pct"],
         )
+    out["goodput"] = res.get("goodput_pct")
     network = (res.get("summary") or {}).get("network") or {}
     drops = network.get("drops_bytes")
     out["drops_mb"] = None if drops is None else drops / 1e6

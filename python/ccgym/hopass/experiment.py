@@ -332,6 +332,9 @@ class ExperimentResult:
     method: str
     slots: list[SlotRecord]
     regimes: list[dict[str, Any]] = field(default_factory=list)
+    goodput_pct: float | None = None
+    """In-order delivered bytes of every flow over the whole run, counted at wire size, in % of
+    the capacity into the receivers (their downlinks) over the run."""
     summary_json: str = ""
     series: Any = None
     wall_s: float = 0.0
@@ -446,6 +449,12 @@ def run_experiment(
     summary_json, series = sim.finish()
     res = ExperimentResult(method, slots, summary_json=summary_json, series=series)
     res.regimes = _regimes(exp, slots, starts, optima, end_s)
+    delivered = np.asarray(series.get("flow_info", {}).get("delivered_bytes", []), dtype=float)
+    receivers = len({f.dst for f in exp.flows})
+    if len(delivered) and end_s > 0:
+        payload = int(packets.get("payload", 1024))
+        bits = delivered.sum() * 8.0 * wire_bytes / payload
+        res.goodput_pct = float(bits / (end_s * receivers * exp.link_mbps * 1e6) * 100)
     res.wall_s = time.perf_counter() - t0
     return res
 
@@ -530,6 +539,7 @@ def result_json(res: ExperimentResult) -> dict[str, Any]:
             "link_util": [s.link_util for s in res.slots],
         },
         "summary": json.loads(res.summary_json) if res.summary_json else {},
+        "goodput_pct": res.goodput_pct,
         "wall_s": res.wall_s,
     }
 
