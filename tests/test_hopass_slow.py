@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from ccgym.hopass import (
     total_utility,
     wrr_weights,
 )
+from ccgym.hopass.experiment import SlotRecord
 from ccgym.scenario import load_scenario
 
 SUITE = load_suite("hopass-slow-layer")
@@ -179,6 +181,28 @@ def test_slow_layer_reaches_the_exact_optimum_in_every_table3_case(
     assert before["start_s"] == 0.0 and after["start_s"] == pytest.approx(0.15)
     # the demand change (two more proportional-fairness flows) moves the optimum
     assert after["optimum_rates_mbps"][0] > before["optimum_rates_mbps"][0] + 500
+
+
+def test_the_slow_layer_writes_weights_and_ecn_thresholds_into_every_switch() -> None:
+    scenario, overrides = CASES["case 2"]
+    short = ["duration=40ms", "workload[0].flows[6].start=30ms", "workload[0].flows[7].start=30ms"]
+    data, _ = load_scenario(scenario, [*overrides, *short])
+    cfg = load_experiment(data).config
+    seen = []
+
+    def check(sim: Any, slot: SlotRecord) -> None:
+        qs = sim.switch_queues()
+        weights = wrr_weights(slot.shares, cfg.weight_scale)
+        # the measured rates are the WRR weights' shares of the 10 Gb/s bottleneck
+        assert slot.rates == pytest.approx([w * 100.0 for w in weights], abs=1.0)
+        for port, queue in zip(qs["port"], qs["queue"], strict=True):
+            kmin, kmax, pmax = sim.queue_ecn(int(port), int(queue))
+            share = slot.shares[queue - 1]
+            assert kmin == kmax == int(cfg.ecn_floor + share * cfg.ecn_per_share) and pmax == 1
+        seen.append(tuple(slot.shares))
+
+    run_experiment(data, "hopass", on_slot=check)
+    assert len(seen) == 20 and len(set(seen)) > 5  # probes and moves
 
 
 def test_without_the_slow_layer_the_allocation_is_far_from_the_optimum() -> None:

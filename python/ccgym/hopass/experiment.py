@@ -40,7 +40,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -354,9 +354,21 @@ def _host_ports(qs: Mapping[str, Any], hosts: int) -> tuple[np.ndarray, np.ndarr
 
 
 def run_experiment(
-    data: Mapping[str, Any], method: str = SLOW_LAYER_METHOD, *, base_dir: str = "."
+    data: Mapping[str, Any],
+    method: str = SLOW_LAYER_METHOD,
+    *,
+    base_dir: str = ".",
+    on_slot: Callable[[Any, SlotRecord], None] | None = None,
 ) -> ExperimentResult:
-    """Run the experiment ``data`` (a scenario dict with ``[hopass]``) with ``method``."""
+    """Run the experiment ``data`` (a scenario dict with ``[hopass]``) with ``method``.
+
+    Args:
+        data: the scenario with its ``[hopass]`` table (:func:`ccgym.load_scenario`).
+        method: ``"hopass"`` (the slow layer) or a classic CC name (no slow layer).
+        base_dir: where relative paths of the scenario are resolved.
+        on_slot: called after every slot with the running ``ccgym._sim.Simulation`` and the
+            slot's record, while the slot's weights and ECN thresholds are still in place.
+    """
     from ccgym.runner import native, scenario_json
 
     t0 = time.perf_counter()
@@ -443,6 +455,8 @@ def run_experiment(
             SlotRecord(now_s, kind, [float(s) for s in shares], [float(r) for r in rates],
                        total_utility(demand, rates), opt.utility, link_util)
         )  # fmt: skip
+        if on_slot is not None:
+            on_slot(sim, slots[-1])
         if layer is not None:
             layer.record(rates)
         t_ps += slot_ps
