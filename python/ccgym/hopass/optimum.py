@@ -9,7 +9,8 @@ Two forms of the same problem, maximise ``sum_k U_k(x_k)`` (:mod:`ccgym.hopass.u
   ``sum_k x_k(mu) = C``, found by :func:`scipy.optimize.brentq` to machine precision.
 * :func:`network_optimum`: flows with fixed paths over links of given capacities; a class's rate
   is the sum of its flows' rates, ``sum_{f through l} r_f <= c_l``. Solved with scipy's SLSQP on
-  the flow rates with the analytic gradient. On one link it agrees with the closed form (tested).
+  the logarithms of the flow rates with the analytic gradient. On one link it agrees with the
+  closed form (tested).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def network_optimum(
     flow_links: Sequence[Sequence[int]],
     capacities_mbps: Sequence[float],
     *,
-    tol: float = 1e-12,
+    tol: float = 1e-15,
 ) -> tuple[Optimum, np.ndarray]:
     """The optimum over flows with fixed paths; returns it and the flows' rates (Mb/s).
 
@@ -92,47 +93,55 @@ def network_optimum(
     if (member.sum(axis=1) == 0).any():
         raise ValueError("every class needs at least one flow")
     cap = np.asarray(capacities_mbps, dtype=float)
-    # scaled to the largest capacity: SLSQP's tolerances are absolute
+    # Variables: z_f = log(r_f / scale). Optimal rates span orders of magnitude (a min-FCT
+    # class can get a millionth of a link another class fills), which SLSQP's absolute
+    # tolerances on linear rates miss; the logarithms are all of one size, and r_f > 0 holds
+    # by construction. The map is a diffeomorphism of the open orthant, so the problem's
+    # unique KKT point is the one SLSQP finds.
     scale = float(cap.max())
 
-    def class_rates(r: np.ndarray) -> np.ndarray:
-        return member @ (r * scale)
+    def class_rates(z: np.ndarray) -> np.ndarray:
+        return member @ (np.exp(z) * scale)
 
-    def raw_gradient(r: np.ndarray) -> np.ndarray:
-        x = class_rates(r)
+    def raw_gradient(z: np.ndarray) -> np.ndarray:
+        x = class_rates(z)
         d = np.array([c.derivative(float(v)) for c, v in zip(classes, x, strict=True)])
-        return (member.T @ d) * scale
+        return (member.T @ d) * np.exp(z) * scale
 
-    def objective(r: np.ndarray) -> float:
-        x = class_rates(r)
+    def objective(z: np.ndarray) -> float:
+        x = class_rates(z)
         return -sum(c.value(float(v)) for c, v in zip(classes, x, strict=True)) / obj_scale
 
-    def gradient(r: np.ndarray) -> np.ndarray:
-        return -raw_gradient(r) / obj_scale
+    def gradient(z: np.ndarray) -> np.ndarray:
+        return -raw_gradient(z) / obj_scale
 
     # start: every link's capacity split evenly over its flows, the tightest link binding
     per_link = np.where(routing.sum(axis=1) > 0, cap / np.maximum(routing.sum(axis=1), 1), np.inf)
-    start = np.array([per_link[routing[:, f] > 0].min() for f in range(n_flows)]) / scale
+    start = np.log(np.array([per_link[routing[:, f] > 0].min() for f in range(n_flows)]) / scale)
     # the objective too: unit gradient at the start, whatever the utilities' units
     obj_scale = float(np.abs(raw_gradient(start)).max()) or 1.0
-    floor = 1e-9
     res = minimize(
         objective,
         start,
         jac=gradient,
         method="SLSQP",
-        bounds=[(floor, None)] * n_flows,
         constraints=[
             {
                 "type": "ineq",
-                "fun": lambda r: cap / scale - routing @ r,
-                "jac": lambda r: -routing,
+                "fun": lambda z: cap / scale - routing @ np.exp(z),
+                "jac": lambda z: -routing * np.exp(z),
             }
         ],
         options={"maxiter": 2000, "ftol": tol},
     )
-    if not res.success:
+    flows = np.exp(res.x) * scale
+    load = routing @ flows
+    # status 8 ("positive directional derivative in the line search") is SLSQP stopping at
+    # the limit of floating point; the checks below decide whether the point is the optimum
+    if not (res.success or res.status == 8) or not np.all(np.isfinite(flows)):
         raise RuntimeError(f"the optimum solver did not converge: {res.message}")
-    flows = np.maximum(res.x, floor) * scale
+    if np.any(load > cap * (1 + 1e-6)):
+        raise RuntimeError("the optimum solver ended outside the capacity region")
+    flows = flows / max(1.0, float(np.max(load / cap)))  # the last ulp inside the links
     rates = member @ flows
     return Optimum(tuple(float(x) for x in rates), total_utility(classes, rates)), flows
