@@ -65,7 +65,7 @@ def test_network_optimum_of_the_classic_two_link_line() -> None:
     assert opt.utility == pytest.approx(math.log(1 / 3) + 2 * math.log(2 / 3), abs=1e-9)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(
     lam=st.lists(st.floats(0.1, 100), min_size=3, max_size=3),
     alpha=st.floats(0.3, 3.0),
@@ -268,6 +268,7 @@ def test_bench_suites_run_end_to_end_at_a_small_size(tmp_path: Path) -> None:
         "workload[0].flows[7].start=50ms",
     ]
     overall = load_suite("hopass-overall")
+    overall["methods"] = ["hopass", "dctcp"]
     overall["overrides"] = [
         "duration=40ms",
         "topology.leaves=2",
@@ -285,8 +286,9 @@ def test_bench_suites_run_end_to_end_at_a_small_size(tmp_path: Path) -> None:
         rows = build_rows(records, spec=spec)
         md = markdown_table(rows, suite["name"], spec)
         assert "hopass" in md
-        report = write_report(suite, records, out).read_text()
-        assert "Slow layer over time" in report
+        if suite is slow:  # the report draws every run: once is enough
+            report = write_report(suite, records, out).read_text()
+            assert "Slow layer over time" in report
         _, again = run_suite(suite, out, jobs=1)
         assert again.ran == 0 and again.cached == len(suite["methods"])
     # the published Table 3 numbers sit beside case 4's hopass row
