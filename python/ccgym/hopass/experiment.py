@@ -378,7 +378,7 @@ def run_experiment(
     # the fast layer's receivers take the class weights too (issue 17, deliverable 4)
     fast_layer = method == SLOW_LAYER_METHOD and exp.transport == "hopass"
     if fast_layer and not hasattr(native().Simulation, "set_hopass_weights"):
-        raise ValueError(
+        raise ScenarioError(
             'hopass.transport = "hopass" needs a ccgym built with the HOPASS fast layer '
             "(Simulation.set_hopass_weights); use a classic CC such as dctcp"
         )
@@ -394,6 +394,7 @@ def run_experiment(
     if method == SLOW_LAYER_METHOD:
 
         def utility_now(rates: np.ndarray) -> float:
+            # the demand of the slot that is ending (now_s, set by the loop below)
             return total_utility(demand_at(exp, now_s), rates)
 
         layer = SlowLayer(n_cls, utility_now, cfg)
