@@ -253,6 +253,42 @@ def test_the_fast_layer_transport_is_refused_without_the_fast_layer() -> None:
         run_experiment(data, "hopass")
 
 
+def test_the_fast_layer_gets_the_class_weights_every_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``transport = "hopass"`` the receivers' token weights follow the shares. The fast
+    layer is another deliverable: a stand-in Simulation runs DCTCP and records the calls."""
+    import json
+    import types
+
+    from ccgym import runner
+
+    real = runner.native()
+    calls: list[list[float]] = []
+
+    class FastLayerSim:
+        def __init__(self, scenario: str, base_dir: str) -> None:
+            data = json.loads(scenario)
+            assert data["cc"] == {"algorithm": "hopass"}
+            data["cc"] = {"algorithm": "dctcp"}
+            self._sim = real.Simulation(json.dumps(data), base_dir)
+
+        def set_hopass_weights(self, weights: list[float]) -> None:
+            calls.append(list(weights))
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._sim, name)
+
+    monkeypatch.setattr(runner, "native", lambda: types.SimpleNamespace(Simulation=FastLayerSim))
+    scenario, overrides = CASES["case 3"]
+    short = ["duration=20ms", "workload[0].flows[6].start=10ms", "workload[0].flows[7].start=10ms"]
+    data, _ = load_scenario(scenario, [*overrides, *short, "hopass.transport=hopass"])
+    res = run_experiment(data, "hopass")
+    assert len(calls) == len(res.slots) == 10
+    for weights, slot in zip(calls, res.slots, strict=True):
+        assert min(weights) == 1.0  # normalised: the smallest class weight is 1 (6.4b)
+        wrr = wrr_weights(slot.shares, 100)
+        assert weights == pytest.approx([w / min(wrr) for w in wrr])
+
+
 # ------------------------------------------------------------------------------------ bench
 
 
