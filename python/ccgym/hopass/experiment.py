@@ -274,10 +274,16 @@ def _load_experiment(data: Mapping[str, Any], method: str) -> Experiment:
     else:
         cc = method
     scenario["cc"] = {"algorithm": cc}
+    # HOPASS's fast layer moves finite flows only: each long-lived flow gets a size it cannot
+    # send within the run (twice what its host link carries in the run)
+    duration = parse_time_s(scenario.get("duration", 0))
+    endless = max(int(2 * link_mbps * 1e6 / 8 * duration), 1)
     for w in scenario.get("workload") or []:
         w.pop("cc", None)
         for f in w.get("flows") or []:
             f.pop("cc", None)
+            if cc == "hopass":
+                f["size"] = endless
     tail = int(table.get("tail", 5))
     return Experiment(scenario, classes, config, transport, flows, changes, link_mbps, hosts, tail)
 
