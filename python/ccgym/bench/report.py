@@ -296,6 +296,10 @@ def write_report(
         f"{html.escape(tol)}). Paper: the ADPG paper's Table 2/3 (SU % / FR % / QL µs), where "
         "it has the entry.</p>",
     ]
+    if spec.name.startswith("hopass"):  # the slow layer's shares and utility over time
+        from ccgym.bench.hopass_slow import report_section
+
+        parts.append(report_section(records))
     if scale_html:
         parts += ["<h2>Metrics against scale</h2>", *scale_html]
     parts += [

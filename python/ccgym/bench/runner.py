@@ -8,7 +8,8 @@ A suite is TOML::
     optional_methods = ["policy:rlcc-public"]    # optional: added when they can run here
     overrides = ["duration=60ms"]                # optional, applied to every scenario first
     table = "standard"         # optional: "standard" (SU / FR / QL / drops) or "long-short"
-                               # (RT / DR / LBW / message FCT, ccgym.bench.longshort)
+                               # (RT / DR / LBW / message FCT, ccgym.bench.longshort), or
+                               # "hopass-slow-layer" / "hopass-overall" (ccgym.bench.hopass_slow)
 
     [[scenario]]
     label = "m2o 2"            # optional; default: the scenario's name
@@ -248,6 +249,10 @@ def run_key(data: dict[str, Any], method: str, seed: int, scores: str = "standar
         from ccgym.bench.longshort import SCORES_VERSION
 
         ident["scores"] = f"{scores}/{SCORES_VERSION}"
+    if scores.startswith("hopass"):  # HOPASS slow-layer tables: their own version too
+        from ccgym.bench.hopass_slow import SCORES_VERSION as HOPASS_SCORES_VERSION
+
+        ident["scores"] += f"/{HOPASS_SCORES_VERSION}"
     blob = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
@@ -259,6 +264,10 @@ def run_job(
 
     ``scores="long-short"`` adds the long-short scores (:func:`ccgym.bench.longshort.scores`).
     """
+    if scores.startswith("hopass"):  # a HOPASS experiment, run in slots (bench/hopass_slow.py)
+        from ccgym.bench.hopass_slow import run_hopass_job
+
+        return run_hopass_job(scenario, overrides, method, scores)
     import ccgym
     from ccgym import policies
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError
-from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, METRICS, Band, pareto_mask
+from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -82,6 +82,54 @@ LONG_SHORT = TableSpec(
 
 TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (STANDARD, LONG_SHORT)}
 """The table layouts by name (a suite's ``table`` key)."""
+
+# HOPASS slow layer (ccgym.bench.hopass_slow): per-class allocation against the exact optimum.
+HOPASS_SLOW = TableSpec(
+    name="hopass-slow-layer",
+    columns=(
+        ("x1", "prop Mb/s", ".0f"),
+        ("x2", "alpha Mb/s", ".0f"),
+        ("x3", "min-FCT Mb/s", ".0f"),
+        ("U", "utility", ".1f"),
+        ("U_opt", "optimum", ".1f"),
+        ("err", "error %", ".3f"),
+        ("alloc_err", "alloc err %", ".2f"),
+        ("conv_ms", "conv ms", ".0f"),
+        ("alloc_conv_ms", "alloc conv ms", ".0f"),
+        ("reconv_ms", "re-conv ms", ".0f"),
+        ("realloc_ms", "re-alloc ms", ".0f"),
+        ("err_after", "error % after", ".3f"),
+        ("util", "util %", ".2f"),
+        ("goodput", "goodput %", ".2f"),
+    ),
+    metrics={"err": (LOWER, 0.05), "err_after": (LOWER, 0.05), "goodput": (HIGHER, 0.5)},
+    published_fields=("x1", "x2", "x3", "U", "x1_opt", "x2_opt", "x3_opt", "U_opt", "err"),
+    published_title="paper x1 / x2 / x3 / U, optimum x1 / x2 / x3 / U, error %",
+    published_source="the HOPASS paper's Table 3 (its own utility parameters, unpublished)",
+    extra=("alloc_err_after", "drops_mb"),
+)
+
+HOPASS_OVERALL = TableSpec(
+    name="hopass-overall",
+    columns=(
+        ("util", "util %", ".2f"),
+        ("goodput", "goodput %", ".2f"),
+        ("U", "utility", ".0f"),
+        ("U_opt", "optimum", ".0f"),
+        ("err", "gap %", ".2f"),
+        ("x1", "prop Gb/s", ".1f"),
+        ("x2", "alpha Gb/s", ".1f"),
+        ("x3", "min-FCT Gb/s", ".1f"),
+        ("conv_ms", "conv ms", ".0f"),
+        ("drops_mb", "drops MB", ".2f"),
+    ),
+    metrics={"goodput": (HIGHER, 0.5), "err": (LOWER, 0.1), "drops_mb": (LOWER, 0.01)},
+    published_fields=(),
+    published_title="paper",
+    published_source="none: the HOPASS paper gives no numbers for this experiment",
+    extra=("alloc_err",),
+)
+TABLES.update({spec.name: spec for spec in (HOPASS_SLOW, HOPASS_OVERALL)})
 
 COLUMNS = STANDARD.columns
 """(metric key, column title, format) of the standard table's metric columns."""
