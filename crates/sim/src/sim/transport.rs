@@ -80,7 +80,7 @@ impl Simulation {
                 f.snd.probing = false;
                 (false, false)
             }
-            Transport::GoBackN | Transport::Credit | Transport::PHost => (false, false),
+            Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa => (false, false),
         };
         if f.snd.finished.is_none() {
             let old_rate = f.ctl.rate;
@@ -182,6 +182,12 @@ impl Simulation {
                 self.send_rts(fid);
                 continue;
             }
+            if f.path.transport == Transport::Homa {
+                // Nothing heard for a timeout: the message may be unknown to
+                // its receiver, or its final ACK lost.
+                self.homa_sender_timeout(fid);
+                continue;
+            }
             f.ctl.snd_nxt = f.ctl.snd_una;
             match f.path.transport {
                 Transport::Tcp => {
@@ -201,7 +207,7 @@ impl Simulation {
                     }
                 }
                 // The fixed timeout stays; a credit flow resends below its grant.
-                Transport::GoBackN | Transport::Credit | Transport::PHost => {}
+                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa => {}
             }
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);
