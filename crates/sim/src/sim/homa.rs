@@ -117,7 +117,7 @@ pub(super) fn validate_homa(h: &HostConfig) -> CfgResult<()> {
 /// pass, priority). A range a RESEND asked for goes first; then new data
 /// below the grant, unscheduled packets at the level of the bytes left from
 /// them on, scheduled ones at the last grant's priority.
-#[inline]
+#[inline(never)]
 pub(super) fn next_data(f: &mut Flow, p: &HomaParams, mtu: u64) -> (u64, u64, u8) {
     let size = f.ctl.size;
     let hm = hm!(f);
@@ -233,6 +233,7 @@ impl Simulation {
     }
 
     /// Homa message `fid` starts: its unscheduled bytes are granted at once.
+    #[inline(never)]
     pub(super) fn homa_start(&mut self, fid: u32) {
         let unsched = self.homa_params_ref().unsched_bytes(self.flows[fid as usize].ctl.size);
         let f = &mut self.flows[fid as usize];
@@ -242,6 +243,7 @@ impl Simulation {
     }
 
     /// A grant reached the sender of Homa message `fid`.
+    #[inline(never)]
     pub(super) fn homa_on_grant(&mut self, pid: PktId) {
         let (fid, offset, prio) = {
             let p = self.pool.get(pid);
@@ -263,6 +265,7 @@ impl Simulation {
     /// A RESEND reached the sender: the range goes again (what was never
     /// sent is simply granted), and BUSY answers if the NIC serves
     /// messages with fewer bytes left first.
+    #[inline(never)]
     pub(super) fn homa_on_resend(&mut self, pid: PktId) {
         let (fid, from, len, prio) = {
             let p = self.pool.get(pid);
@@ -302,6 +305,7 @@ impl Simulation {
 
     /// A BUSY reached the receiver: the sender is alive, the RESEND timer
     /// restarts.
+    #[inline(never)]
     pub(super) fn homa_on_busy(&mut self, pid: PktId) {
         let fid = self.pool.get(pid).flow;
         self.pool.free(pid);
@@ -313,6 +317,7 @@ impl Simulation {
 
     /// The sender of Homa message `fid` heard nothing for its timeout: its
     /// first packet (which announces the message) goes again.
+    #[inline(never)]
     pub(super) fn homa_sender_timeout(&mut self, fid: u32) {
         let mtu = self.scenario.packets.payload as u64;
         let prio = self.homa_params_ref().unsched_prio(self.flows[fid as usize].ctl.size);
@@ -328,6 +333,7 @@ impl Simulation {
     /// A data packet of a Homa message reached its receiver `h`: kept
     /// whatever its order; the message becomes known; the ACK goes when all
     /// data has arrived; then the grant scheduler runs.
+    #[inline(never)]
     pub(super) fn homa_receive_data(&mut self, h: u32, pid: PktId) {
         let (fid, seq, payload, ts) = {
             let p = self.pool.get(pid);
@@ -396,6 +402,7 @@ impl Simulation {
     /// grant to each of the best `k` messages that has less than `RTTbytes`
     /// outstanding and whose last grant is a packet time old; then a
     /// wake-up for the next grant or timeout.
+    #[inline(never)]
     pub(super) fn homa_schedule(&mut self, h: u32) {
         let now = self.now;
         let mtu = self.scenario.packets.payload as u64;
