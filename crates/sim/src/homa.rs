@@ -201,3 +201,41 @@ pub struct HomaFlow {
     /// Receiver: BUSY packets received.
     pub busy_heard: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(unsched_levels: u8, cutoffs: Vec<u64>) -> HomaParams {
+        HomaParams {
+            rtt_bytes: 10_000,
+            levels: 8,
+            unsched_levels,
+            overcommit: 9,
+            cutoffs,
+            resend_timeout: 1,
+            boost_tail: true,
+        }
+    }
+
+    #[test]
+    fn scheduled_levels_follow_the_rank_from_the_lowest_ones_up() {
+        let p = params(1, vec![]);
+        // One active message: the lowest level; three: the three lowest.
+        assert_eq!(p.sched_prio(0, 1), 7);
+        assert_eq!((0..3).map(|r| p.sched_prio(r, 3)).collect::<Vec<_>>(), vec![5, 6, 7]);
+        // P_s = 7 active: levels 1 to 7; more than P_s: the extra ones share the lowest.
+        assert_eq!((0..7).map(|r| p.sched_prio(r, 7)).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!((0..9).map(|r| p.sched_prio(r, 9)).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6, 7, 7, 7]);
+        // P_u = 6: the scheduled levels are 6 and 7.
+        let p = params(6, vec![100, 200, 300, 400, 500]);
+        assert_eq!((p.sched_prio(0, 2), p.sched_prio(1, 2), p.sched_prio(0, 1)), (6, 7, 7));
+    }
+
+    #[test]
+    fn unscheduled_levels_count_the_cutoffs_below_the_remaining_bytes() {
+        let p = params(3, vec![1000, 5000]);
+        assert_eq!([1, 1000, 1001, 5000, 5001, 1 << 40].map(|r| p.unsched_prio(r)), [0, 0, 1, 1, 2, 2]);
+        assert_eq!((p.unsched_bytes(3000), p.unsched_bytes(30_000)), (3000, 10_000));
+    }
+}
