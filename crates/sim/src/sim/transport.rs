@@ -29,6 +29,9 @@
 //! * pHost: tokens name the packets to send, so the receiver re-requests
 //!   what it misses (`grants.rs`); the receiver acknowledges once, at the
 //!   end; the sender's timeout only resends its RTS;
+//! * Homa (`homa.rs`): the receiver asks for what it misses with RESEND
+//!   after its own timeout; it acknowledges once, at the end; the sender's
+//!   timeout only resends its first packet (which announces the message);
 //! * credit (test/teaching): go-back-N recovery, plus a credit gate: data
 //!   goes only below the offset the receiver has granted
 //!   ([`Flow::transport_allows`]); a go-back resends below the grant.
