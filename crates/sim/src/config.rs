@@ -307,7 +307,8 @@ pub struct HostConfig {
     /// only against the receiver's grants); `pfabric` pFabric's (the
     /// receiver keeps out-of-order data and acknowledges every packet, only a
     /// fixed timeout `rto` repairs losses); `phost` pHost's (tokens paced
-    /// by the receiver name each packet; `phost_*` below).
+    /// by the receiver name each packet; `phost_*` below); `homa` Homa's
+    /// (unscheduled first RTT, grants, RESEND; `homa_*` below).
     pub loss_recovery: String,
     /// Cap on unacknowledged bytes per flow (0 = no cap).
     pub max_outstanding: Bytes,
@@ -364,6 +365,29 @@ pub struct HostConfig {
     /// pHost: three priority levels (control, short-flow data, long-flow
     /// data; YAPS `capability_third_level`); `false`: two (all data at 0).
     pub phost_third_level: bool,
+    /// Homa: bytes sent unscheduled at a message's start and kept
+    /// outstanding per granted message (`rttBytes`); `None`: the largest
+    /// base RTT of a Homa flow's path times its line rate.
+    pub homa_rtt_bytes: Option<Bytes>,
+    /// Homa: overcommitment `k`, messages (one per sender) a receiver
+    /// grants to at once (`numSendersToKeepGranted`); it also sets the
+    /// scheduled levels `P_s = k`. `None`: `P_s` from the workload's share
+    /// of scheduled bytes, and `k = P_s`.
+    pub homa_overcommit: Option<u32>,
+    /// Homa: the unscheduled priority cutoffs (message bytes remaining,
+    /// ascending; `n` cutoffs make `n + 1` unscheduled levels). `None`:
+    /// computed from the first Poisson workload's CDF.
+    pub homa_unsched_cutoffs: Option<Vec<Bytes>>,
+    /// Homa: the receiver's RESEND timeout (no data for an incomplete
+    /// message that has bytes outstanding). `None`: 1 ms (10 base RTTs if
+    /// longer): milliseconds as in Homa's implementations, since granted
+    /// packets of a low-ranked message may wait at a switch for as long as
+    /// the better-ranked messages take.
+    pub homa_resend_timeout: Option<Duration>,
+    /// Homa: `boostTailBytesPrio` (the simulator's setting): once less than
+    /// `rtt_bytes` are left to grant, a grant may use the more urgent
+    /// unscheduled level of the message's remaining bytes.
+    pub homa_boost_tail: bool,
 }
 
 impl Default for HostConfig {
@@ -390,6 +414,11 @@ impl Default for HostConfig {
             phost_window_timeout: 25.0,
             phost_prio_threshold: 8,
             phost_third_level: true,
+            homa_rtt_bytes: None,
+            homa_overcommit: None,
+            homa_unsched_cutoffs: None,
+            homa_resend_timeout: None,
+            homa_boost_tail: true,
         }
     }
 }

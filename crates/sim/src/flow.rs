@@ -49,6 +49,8 @@ pub struct Flow {
     pub cc: Cc,
     /// pHost's token state (`Some` on pHost flows only).
     pub ph: Option<Box<PHostFlow>>,
+    /// Homa's message state (`Some` on Homa flows only).
+    pub homa: Option<Box<crate::homa::HomaFlow>>,
 }
 
 /// What is fixed when a flow is created.
@@ -238,7 +240,7 @@ impl Flow {
             && self.snd.finished.is_none()
             && (self.snd.retx.is_some()
                 || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding))
-                || self.path.transport == Transport::PHost)
+                || matches!(self.path.transport, Transport::PHost | Transport::Homa))
             && self.transport_allows()
     }
 
@@ -253,6 +255,10 @@ impl Flow {
             Transport::Credit => self.ctl.snd_nxt < self.snd.granted,
             Transport::PFabric => !self.snd.probing,
             Transport::PHost => self.ph.as_ref().is_some_and(|p| !p.tokens.is_empty()),
+            // Granted new data, or a range a RESEND asked for.
+            Transport::Homa => {
+                self.ctl.snd_nxt < self.snd.granted || self.homa.as_ref().is_some_and(|h| !h.resend.is_empty())
+            }
         }
     }
 
@@ -278,10 +284,11 @@ impl Flow {
     /// Bytes of the flow not yet acknowledged (the key of the
     /// smallest-remaining-first NIC order); `u64::MAX` for long-lived flows,
     /// so that they rank last and equal to each other. A pHost flow's is
-    /// what its receiver still misses (its last token says).
+    /// what its receiver still misses (its last token says); a Homa
+    /// message's the bytes it has not yet sent.
     #[inline]
     pub fn remaining(&self) -> u64 {
-        if self.path.transport == Transport::PHost {
+        if matches!(self.path.transport, Transport::PHost | Transport::Homa) {
             self.snd.peer_remaining
         } else if self.ctl.size == u64::MAX {
             u64::MAX

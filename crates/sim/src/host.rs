@@ -114,6 +114,12 @@ impl ReadySet {
         }
     }
 
+    /// Smallest-remaining-first: the remaining bytes of the flow that goes
+    /// next (`None` if none waits, or in round-robin order).
+    pub fn best_remaining(&self) -> Option<u64> {
+        self.heap.peek().map(|Reverse((remaining, _, _))| *remaining)
+    }
+
     /// No flow is waiting.
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -158,4 +164,8 @@ pub enum GrantPolicy {
     /// (ties: earlier start), skipping flows with a full token window or
     /// in their resend timeout.
     PHost,
+    /// Homa: grants to the `k` messages (one per sender) with the fewest
+    /// bytes left, keeping `RTTbytes` outstanding for each, and RESENDs
+    /// for messages gone silent.
+    Homa,
 }

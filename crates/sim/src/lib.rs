@@ -30,6 +30,7 @@ pub mod cc;
 pub mod config;
 pub mod engine;
 pub mod flow;
+pub mod homa;
 pub mod host;
 pub mod limits;
 pub mod metrics;

@@ -34,6 +34,12 @@ pub enum PacketKind {
     /// Grant (token) from the receiver: the sender may send bytes below
     /// `seq`, with priority `grant_prio`.
     Grant,
+    /// Homa RESEND from the receiver: send bytes `seq` to `seq + payload`
+    /// again (they are granted), with priority `grant_prio`.
+    Resend,
+    /// Homa BUSY from the sender: it is alive but serves messages with fewer
+    /// bytes left before the one a RESEND asked for.
+    Busy,
 }
 
 /// One INT record, appended by a switch egress port to a data packet.

@@ -110,6 +110,17 @@ impl Cdf {
         }
     }
 
+    /// The CDF's points: (size in bytes, cumulative probability), in order.
+    pub fn points(&self) -> &[(f64, f64)] {
+        &self.points
+    }
+
+    /// Whether sizes are drawn as steps (the smallest tabulated size whose
+    /// probability reaches the draw) rather than interpolated.
+    pub fn is_step(&self) -> bool {
+        self.step
+    }
+
     /// Mean size under the chosen sampling convention.
     pub fn mean(&self) -> f64 {
         self.mean_capped(f64::INFINITY)

@@ -15,6 +15,7 @@ mod cubic;
 mod dcqcn;
 mod dctcp;
 mod fixed_rate;
+mod homa;
 mod hpcc;
 mod line_rate;
 mod newreno;
@@ -28,6 +29,7 @@ pub use cubic::Cubic;
 pub use dcqcn::Dcqcn;
 pub use dctcp::Dctcp;
 pub use fixed_rate::FixedRate;
+pub use homa::Homa;
 pub use hpcc::Hpcc;
 pub use line_rate::LineRate;
 pub use newreno::NewReno;
@@ -200,6 +202,14 @@ pub enum Transport {
     /// again); the sender spends unexpired tokens, smallest remaining flow
     /// first. The receiver acknowledges once, when all data has arrived.
     PHost,
+    /// Homa: a message's first `RTTbytes` go at once, unscheduled, at
+    /// priorities from the workload's size cutoffs; the rest as the
+    /// receiver grants it, one packet per arriving packet for its `k` best
+    /// messages (overcommitment), at the priority of their rank; the
+    /// receiver asks for missing data with RESEND after a timeout, and a
+    /// sender serving shorter messages answers BUSY. The receiver
+    /// acknowledges once, when all data has arrived.
+    Homa,
 }
 
 /// An acknowledgement as the sender sees it.
@@ -314,6 +324,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         Cubic::info(),
         PFabric::info(),
         PHost::info(),
+        Homa::info(),
         LineRate::info(),
         FixedRate::info(),
         CcInfo {
@@ -351,6 +362,8 @@ pub enum Cc {
     PFabric(PFabric),
     /// pHost's end hosts (tokens from the receiver, no CC).
     PHost(PHost),
+    /// Homa's end hosts (unscheduled first RTT, then grants; no CC).
+    Homa(Homa),
 }
 
 /// Reads parameters of one algorithm from a [`CcConfig`], rejecting unknown names.
@@ -476,6 +489,7 @@ impl Cc {
             "cubic" => build!(Cubic, Cubic),
             "pfabric" => build!(PFabric, PFabric),
             "phost" => build!(PHost, PHost),
+            "homa" => build!(Homa, Homa),
             "agent" => {
                 let Some(spec) = build.agent else {
                     return Err(ConfigError::new(
@@ -519,6 +533,7 @@ impl Cc {
             Cc::Cubic(_) => "cubic",
             Cc::PFabric(_) => "pfabric",
             Cc::PHost(_) => "phost",
+            Cc::Homa(_) => "homa",
         }
     }
 }
@@ -538,6 +553,7 @@ macro_rules! dispatch {
             Cc::Cubic($cc) => $call,
             Cc::PFabric($cc) => $call,
             Cc::PHost($cc) => $call,
+            Cc::Homa($cc) => $call,
         }
     };
 }

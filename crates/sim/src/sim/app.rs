@@ -48,6 +48,10 @@ impl Simulation {
                         // Free tokens and the RTS before the first data.
                         self.phost_start(fid);
                     }
+                    if self.flows[fid as usize].path.transport == Transport::Homa {
+                        // The unscheduled bytes are granted before the first data.
+                        self.homa_start(fid);
+                    }
                     self.cc_event(fid, |cc, ctx| cc.on_start(ctx));
                     if credit {
                         self.send_rts(fid);

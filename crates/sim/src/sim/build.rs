@@ -184,10 +184,12 @@ impl Simulation {
             series: Series::default(),
             scenario: sc,
             estimate,
+            homa: None,
         };
         sim.build_link_models(base_dir)?;
         sim.bridge = build_bridge(&sim.scenario, base_dir)?;
         sim.create_flows(specs)?;
+        sim.homa_setup(base_dir)?;
         sim.schedule_initial();
         sim.reserve_series()?;
         sim.build_queue_agents()?;
@@ -266,8 +268,17 @@ impl Simulation {
                 "credit" => Transport::Credit,
                 "pfabric" => Transport::PFabric,
                 "phost" => Transport::PHost,
+                "homa" => Transport::Homa,
                 _ => cc.transport(),
             };
+            if transport == Transport::Homa && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
+                // A Homa message has a size its first packet announces.
+                return Err(ConfigError::new(
+                    "host.loss_recovery",
+                    "\"homa\"",
+                    "Homa needs finite flows without messages (a size, no stream)",
+                ));
+            }
             if transport == Transport::PHost && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
                 // Tokens name packets of a known size: pHost moves finite flows.
                 return Err(ConfigError::new(
@@ -279,7 +290,7 @@ impl Simulation {
             let rto = match transport {
                 // Until RTT samples exist, never time out before a round trip is possible.
                 Transport::Tcp => self.scenario.host.rto.0.max(2 * base_rtt),
-                Transport::GoBackN | Transport::Credit | Transport::PFabric | Transport::PHost => {
+                Transport::GoBackN | Transport::Credit | Transport::PFabric | Transport::PHost | Transport::Homa => {
                     self.scenario.host.rto.0
                 }
             };
@@ -339,6 +350,7 @@ impl Simulation {
                 rcv: Receiver::default(),
                 cc,
                 ph: (transport == Transport::PHost).then(Box::default),
+                homa: None,
             });
             let id = id as u32;
             self.app.push((s.start, id, AppAction::Start));
@@ -527,11 +539,11 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
-    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost"].contains(&h.loss_recovery.as_str()) {
+    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost", "homa"].contains(&h.loss_recovery.as_str()) {
         return e(
             "host.loss_recovery",
             &format!("\"{}\"", h.loss_recovery),
-            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\" or \"phost\"",
+            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\", \"phost\" or \"homa\"",
         );
     }
     if h.ack_every == 0 {
@@ -587,6 +599,7 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
         ));
     }
     validate_phost(h)?;
+    super::homa::validate_homa(h)?;
     if h.pfabric_probe_after == 0 {
         return Err(ConfigError::new("host.pfabric_probe_after", 0, "must be at least 1 timeout"));
     }

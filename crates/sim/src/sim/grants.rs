@@ -122,6 +122,7 @@ impl Simulation {
         match self.hosts[h as usize].grants.policy {
             GrantPolicy::RoundRobin => self.grant_next(h),
             GrantPolicy::PHost => self.phost_token_next(h),
+            GrantPolicy::Homa => self.homa_schedule(h),
         }
     }
 
@@ -185,6 +186,10 @@ impl Simulation {
         };
         if self.flows[fid as usize].path.transport == Transport::PHost {
             self.phost_on_token(pid);
+            return;
+        }
+        if self.flows[fid as usize].path.transport == Transport::Homa {
+            self.homa_on_grant(pid);
             return;
         }
         self.pool.free(pid);

@@ -14,6 +14,7 @@
 //! | `receiver.rs` | a host's arrivals; ACK, NACK, CNP and probe replies | |
 //! | `transport.rs` | loss recovery: go-back-N, TCP NewReno, the timeout sweep | `RtoSweep` |
 //! | `grants.rs` | receiver-driven transports: RTS, the grant scheduler, the credit gate | `RecvWake` |
+//! | `homa.rs` | Homa: unscheduled bytes, grants to the best `k` messages, RESEND and BUSY | `RecvWake` (Homa hosts) |
 //! | `cc_glue.rs` | running a CC callback and applying what it changed | `CcTimer` |
 //! | `bridge.rs` | agent decisions: batches, delayed actions, native policies | `ApplyAction` |
 //! | `app.rs` | the application: flow starts, messages, stops | `AppData` |
@@ -43,6 +44,7 @@ mod build;
 mod cc_glue;
 mod control;
 mod grants;
+mod homa;
 mod link;
 mod metrics;
 mod nic;
@@ -120,6 +122,8 @@ pub struct Simulation {
     bridge: Option<Bridge>,
     /// What the scenario was estimated to cost before it was built.
     estimate: crate::limits::Estimate,
+    /// Homa's parameters and scheduler buffers (`Some` with Homa flows only).
+    homa: Option<Box<homa::HomaState>>,
 }
 
 impl Simulation {

@@ -225,6 +225,11 @@ impl Simulation {
             // application limit past the last granted packet), and at the
             // priority the receiver granted.
             Transport::Credit => (next, offered.min(f.snd.granted), f.snd.grant_prio, 0),
+            Transport::Homa => {
+                let hp = self.homa.as_deref().expect("Homa flows have Homa parameters");
+                let (seq, end, prio) = super::homa::next_data(f, hp.params(), pk.payload as u64);
+                (seq, end, prio, 0)
+            }
             Transport::GoBackN | Transport::Tcp | Transport::PFabric => {
                 (next, offered, f.path.class.saturating_sub(1), 0)
             }

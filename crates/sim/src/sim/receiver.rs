@@ -39,8 +39,13 @@ impl Simulation {
                 let size = self.pool.get(pid).size as u64;
                 self.cons.delivered_bytes += size;
                 let fid = self.pool.get(pid).flow;
-                if self.flows[fid as usize].path.transport == Transport::PHost {
-                    self.phost_receive_data(h, pid);
+                let transport = self.flows[fid as usize].path.transport;
+                if matches!(transport, Transport::PHost | Transport::Homa) {
+                    if transport == Transport::PHost {
+                        self.phost_receive_data(h, pid);
+                    } else {
+                        self.homa_receive_data(h, pid);
+                    }
                 } else {
                     self.receive_data(h, pid);
                 }
@@ -52,6 +57,8 @@ impl Simulation {
             PacketKind::ProbeReply => self.on_probe_reply(pid),
             PacketKind::Rts => self.on_rts(h, pid),
             PacketKind::Grant => self.on_grant(pid),
+            PacketKind::Resend => self.homa_on_resend(pid),
+            PacketKind::Busy => self.homa_on_busy(pid),
         }
     }
 
@@ -108,7 +115,7 @@ impl Simulation {
                     insert_range(&mut f.rcv.ooo, seq, seq + payload);
                     send_ack = true;
                 }
-                Transport::GoBackN | Transport::Credit | Transport::PHost => {
+                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa => {
                     let expected = f.rcv.rcv_nxt;
                     let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
                     if !recent {

@@ -29,6 +29,9 @@
 //! * pHost: tokens name the packets to send, so the receiver re-requests
 //!   what it misses (`grants.rs`); the receiver acknowledges once, at the
 //!   end; the sender's timeout only resends its RTS;
+//! * Homa (`homa.rs`): the receiver asks for what it misses with RESEND
+//!   after its own timeout; it acknowledges once, at the end; the sender's
+//!   timeout only resends its first packet (which announces the message);
 //! * credit (test/teaching): go-back-N recovery, plus a credit gate: data
 //!   goes only below the offset the receiver has granted
 //!   ([`Flow::transport_allows`]); a go-back resends below the grant.
@@ -80,7 +83,7 @@ impl Simulation {
                 f.snd.probing = false;
                 (false, false)
             }
-            Transport::GoBackN | Transport::Credit | Transport::PHost => (false, false),
+            Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa => (false, false),
         };
         if f.snd.finished.is_none() {
             let old_rate = f.ctl.rate;
@@ -182,6 +185,12 @@ impl Simulation {
                 self.send_rts(fid);
                 continue;
             }
+            if f.path.transport == Transport::Homa {
+                // Nothing heard for a timeout: the message may be unknown to
+                // its receiver, or its final ACK lost.
+                self.homa_sender_timeout(fid);
+                continue;
+            }
             f.ctl.snd_nxt = f.ctl.snd_una;
             match f.path.transport {
                 Transport::Tcp => {
@@ -201,7 +210,7 @@ impl Simulation {
                     }
                 }
                 // The fixed timeout stays; a credit flow resends below its grant.
-                Transport::GoBackN | Transport::Credit | Transport::PHost => {}
+                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa => {}
             }
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);
