@@ -29,6 +29,7 @@ from ccgym.bench.plots import (
     run_figure,
     scale_figure,
     scale_groups,
+    slowdown_size_figure,
 )
 from ccgym.bench.runner import RunStats, _load_cached, code_version, progress_bar, suite_jobs
 from ccgym.bench.series import load_series, series_path
@@ -187,6 +188,30 @@ def _run_caption(rec: Mapping[str, Any]) -> str:
     )
 
 
+def _slowdown_size_html(
+    suite: Mapping[str, Any],
+    shown: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    colors: Mapping[str, str],
+) -> list[str]:
+    """Per scenario, the slowdown-against-size figure of its methods (``slowdown`` tables: the
+    runs' ``size_profile``, :mod:`ccgym.bench.slowdown`)."""
+    out = []
+    for label, by_method in shown.items():
+        profiles = {m: r["size_profile"] for m, r in by_method.items() if r.get("size_profile")}
+        if not profiles:
+            continue
+        first = next(iter(by_method.values()))
+        edges = ((first.get("summary") or {}).get("by_size") or {}).get("edges_bytes") or []
+        title = f"{suite['name']}: {label}, slowdown against flow size"
+        png = figure_png(slowdown_size_figure(profiles, colors=colors, edges=edges, title=title))
+        out.append(
+            f"<figure>{_img(png, title)}<figcaption>Flows that started in the metrics window "
+            "and completed, in log bins of size (4 per decade), first seed; dotted lines: the "
+            "table's size buckets.</figcaption></figure>"
+        )
+    return out
+
+
 def write_report(
     suite: Mapping[str, Any],
     records: Sequence[Mapping[str, Any]],
@@ -244,6 +269,7 @@ def write_report(
             )
             if step:
                 step(g.family)
+        size_html = _slowdown_size_html(suite, shown, colors) if spec.name == "slowdown" else []
         sections = []
         for i, (label, by_method) in enumerate(shown.items()):
             figs = []
@@ -298,6 +324,8 @@ def write_report(
     ]
     if scale_html:
         parts += ["<h2>Metrics against scale</h2>", *scale_html]
+    if size_html:
+        parts += ["<h2>Slowdown against flow size</h2>", *size_html]
     parts += [
         "<h2>Time series per run</h2>",
         '<p class="note">Per scenario and method, the first seed: the bottleneck\'s queue '
