@@ -157,3 +157,17 @@ def test_quick_suite_end_to_end(tmp_path: Path) -> None:
     assert all(r.get("size_profile", {}).get("mean") for r in records)
     page = write_report(suite, records, tmp_path, stats=stats).read_text()
     assert "Slowdown against flow size" in page
+
+
+def test_fabric_perf_entries() -> None:
+    from ccgym.perf import FABRIC_METHODS, fabric_methods, fabric_scenario
+
+    runnable, skipped = fabric_methods()
+    assert "pfabric" in runnable and sorted(runnable + skipped) == sorted(FABRIC_METHODS)
+    assert ("homa" in skipped) == ("homa" not in known_ccs())
+    data = fabric_scenario("pfabric", "1ms")
+    assert data["cc"]["algorithm"] == "pfabric" and data["switch"]["discipline"] == "rank"
+    assert data["workload"][0]["load"] == 0.6 and data["topology"]["leaves"] == 9
+    assert "window" not in data["metrics"]
+    with pytest.raises(ValueError, match="no fabric perf entry 'nosuch'"):
+        fabric_scenario("nosuch")

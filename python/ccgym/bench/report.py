@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError
+from ccgym.bench.pareto import HIGHER
 from ccgym.bench.plots import (
     figure_png,
     method_colors,
@@ -188,6 +189,14 @@ def _run_caption(rec: Mapping[str, Any]) -> str:
     )
 
 
+def _directions(spec: TableSpec) -> str:
+    """``"SU, FR higher and QL, drops_mb lower"``: which way each Pareto metric is better."""
+    higher = [k for k, band in spec.metrics.items() if band[0] == HIGHER]
+    lower = [k for k, band in spec.metrics.items() if band[0] != HIGHER]
+    parts = [f"{', '.join(higher)} higher" if higher else "", f"{', '.join(lower)} lower"]
+    return " and ".join(p for p in parts if p)
+
+
 def _slowdown_size_html(
     suite: Mapping[str, Any],
     shown: Mapping[str, Mapping[str, Mapping[str, Any]]],
@@ -318,8 +327,8 @@ def write_report(
         _table_html(rows, spec),
         f'<p class="note">Mean over seeds, (min–max) when more than one. '
         f"{html.escape(PARETO_MARK)} and bold = not dominated by another method on the same "
-        "scenario (SU, FR higher and QL, drops lower are better; tolerance bands "
-        f"{html.escape(tol)}). Paper: the ADPG paper's Table 2/3 (SU % / FR % / QL µs), where "
+        f"scenario ({html.escape(_directions(spec))} are better; tolerance bands "
+        f"{html.escape(tol)}). Paper: {html.escape(spec.published_source)}, where "
         "it has the entry.</p>",
     ]
     if scale_html:
