@@ -353,6 +353,14 @@ def scale_figure(
 # --------------------------------------------------------------------------- slowdown by size
 
 
+def _leading_2_3_5(v: float, _pos: Any) -> str:
+    """Minor tick labels of a log axis at 2, 3 and 5 times a power of ten only (all nine crowd)."""
+    if v <= 0:
+        return ""
+    lead = v / 10 ** math.floor(math.log10(v) + 1e-9)
+    return f"{v:g}" if any(abs(lead - d) < 1e-6 for d in (2, 3, 5)) else ""
+
+
 def slowdown_size_figure(
     profiles: Mapping[str, Mapping[str, Sequence[float | None]]],
     *,
@@ -390,7 +398,7 @@ def slowdown_size_figure(
         ax.set_yscale("log")
         # plain numbers (1.5, 2, 4), not 10^x powers, on the slowdown axis
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(_leading_2_3_5))
         ax.set_xlabel("flow size (bytes, log scale)")
         ax.set_ylabel(f"{label} (log scale)")
         ax.grid(True, color="0.85", linewidth=0.6)
