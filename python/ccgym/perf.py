@@ -357,3 +357,127 @@ def native_decision_ns(
         f32, i8 = out["ns_per_decision"]["float32"], out["ns_per_decision"]["int8"]
         out["int8_vs_float32"] = {k: i8[k] / f32[k] for k in ("min", "median")}
     return out
+
+
+# --------------------------------------------------------------------------- fabric entries
+
+FABRIC_SUITE = "receiver-driven"
+"""The bench suite whose method presets configure the fabric entries."""
+FABRIC_SCENARIO = "receiver-driven-websearch"
+"""The fabric entries' scenario: 144-host leaf-spine, Poisson WebSearch (docs/bench.md)."""
+FABRIC_LOAD = 0.6
+FABRIC_METHODS: tuple[str, ...] = ("pfabric", "homa")
+"""The fabric entries of ``ccgym perf --fabric``, methods of :data:`FABRIC_SUITE`. An entry
+whose preset is optional and whose CC this ccgym lacks (Homa until it is merged) is reported as
+skipped; it is measured, with no change here, once the CC exists."""
+FABRIC_INCAST_FLOWS = 16
+"""The incast size measured beside the fabric entries by default (the per-hop reference)."""
+
+
+def fabric_scenario(method: str, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
+    """The 144-host WebSearch scenario at 0.6 load under ``method``'s preset of the
+    ``receiver-driven`` suite, ``duration`` long, summary window the whole run."""
+    from ccgym.bench.runner import _preset_scenario, load_suite
+
+    suite = load_suite(FABRIC_SUITE)
+    presets = suite.get("presets") or {}
+    if method not in presets:
+        why = "its CC is not built in" if method in suite.get("skipped_methods", []) else "unknown"
+        raise ValueError(f"no fabric perf entry {method!r} ({why}; known: {', '.join(presets)})")
+    overrides = [f"workload[0].load={FABRIC_LOAD}", f"duration={duration}", "seed=1"]
+    data = _preset_scenario(FABRIC_SCENARIO, overrides, method, presets[method])
+    data["name"] = f"perf-fabric-{method}"
+    data.setdefault("metrics", {}).pop("window", None)
+    data["metrics"]["flow_series"] = False
+    return data
+
+
+def fabric_methods() -> tuple[list[str], list[str]]:
+    """The fabric entries that can run here, and those skipped (their CC is missing)."""
+    from ccgym.bench.runner import load_suite
+
+    suite = load_suite(FABRIC_SUITE)
+    presets = suite.get("presets") or {}
+    runnable = [m for m in FABRIC_METHODS if m in presets]
+    return runnable, [m for m in FABRIC_METHODS if m not in presets]
+
+
+def measure_fabric(method: str, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
+    """Run the fabric entry ``method`` in this process and return its measurements, as
+    :func:`measure` does, plus simulated time per CPU second and the CPU time 100 ms of
+    simulated time take at that pace."""
+    sim_mod = native()
+    sim = sim_mod.Simulation(scenario_json(fabric_scenario(method, duration)), os.getcwd())
+    end = int(sim.end_ps)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    advance(sim, end, max(end // PROGRESS_STEPS, 1))
+    cpu_s, wall_s = time.process_time() - cpu0, time.perf_counter() - wall0
+    events, hops = int(sim.events), int(sim.packet_hops)
+    sim_s = int(sim.now_ps) / 1e12
+    return {
+        "entry": "fabric",
+        "method": method,
+        "scenario": f"{FABRIC_SCENARIO} at load {FABRIC_LOAD}",
+        "sim_time_s": sim_s,
+        "events": events,
+        "packet_hops": hops,
+        "cpu_s": cpu_s,
+        "wall_s": wall_s,
+        "events_per_s": events / cpu_s if cpu_s > 0 else None,
+        "hops_per_s": hops / cpu_s if cpu_s > 0 else None,
+        "ns_per_hop": cpu_s * 1e9 / hops if hops else None,
+        "sim_per_cpu_s": sim_s / cpu_s if cpu_s > 0 else None,
+        "cpu_s_per_100ms": cpu_s * 0.1 / sim_s if sim_s > 0 else None,
+        "setup_s": float(sim.setup_seconds),
+        "peak_rss_mb": _peak_rss_mb(),
+    }
+
+
+def _fabric_child() -> int:
+    """Child entry point of a fabric entry: ``METHOD DURATION`` in argv, one JSON line out."""
+    method, duration = sys.argv[1], sys.argv[2]
+    try:
+        row = measure_fabric(method, parse_value(duration))
+    except (ValueError, ImportError) as e:  # ValueError includes ScenarioError
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(row))
+    return 0
+
+
+def run_fabric_perf(
+    methods: Iterable[str] | None = None,
+    duration: str | float = DEFAULT_DURATION,
+    incast_flows: Iterable[int] = (FABRIC_INCAST_FLOWS,),
+    on_start: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The fabric entries beside the line-rate incast, each in its own process.
+
+    Returns ``{"incast": [rows of run_perf], "fabric": [rows], "skipped": [methods]}``; each
+    fabric row gets ``ratio_vs_incast``: its ns per packet-hop over the mean of the incast rows',
+    measured in the same invocation so that it holds on a noisy machine.
+    """
+    runnable, skipped = fabric_methods()
+    chosen = list(methods) if methods is not None else runnable
+    incast = run_perf(incast_flows, duration, on_start=on_start)
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    code = "import sys; from ccgym.perf import _fabric_child; sys.exit(_fabric_child())"
+    rows = []
+    for method in chosen:
+        if on_start is not None:
+            on_start(f"fabric, {method}")
+        cmd = [sys.executable, "-c", code, method, str(duration)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
+            raise PerfError(
+                f"fabric perf entry {method} failed: {lines[-1].removeprefix('error: ')}"
+            )
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    ref = [r["ns_per_hop"] for r in incast if r["ns_per_hop"]]
+    base = sum(ref) / len(ref) if ref else None
+    for r in rows:
+        r["ratio_vs_incast"] = r["ns_per_hop"] / base if base and r["ns_per_hop"] else None
+    return {"incast": incast, "fabric": rows, "skipped": [m for m in skipped if m not in chosen]}

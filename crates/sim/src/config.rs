@@ -634,6 +634,36 @@ pub struct MetricsConfig {
     pub sample_interval: Duration,
     /// Record per-flow throughput series: true, false or "auto" (on up to 1024 flows).
     pub flow_series: serde_json::Value,
+    /// Add the breakdown blocks to the summary (`by_size`, `by_class`,
+    /// `losses`): FCT slowdown by flow-size bucket, large-flow goodput,
+    /// throughput per traffic class, drops and rank-queue evictions. Off by
+    /// default so that summaries of existing scenarios keep their keys; set
+    /// `size_buckets` and it is on too.
+    pub breakdown: bool,
+    /// Upper edges of the flow-size buckets of `by_size` (bytes, increasing);
+    /// a flow of `size` bytes is in the first bucket whose edge is >= `size`,
+    /// and flows above the last edge are the large flows. Default
+    /// [`DEFAULT_SIZE_BUCKETS`].
+    pub size_buckets: Option<Vec<Bytes>>,
+}
+
+/// Default upper edges of the flow-size buckets (bytes): up to 10 KB,
+/// 10-100 KB, 100 KB-1 MB and (the large flows) above 1 MB.
+pub const DEFAULT_SIZE_BUCKETS: [u64; 3] = [10_000, 100_000, 1_000_000];
+
+impl MetricsConfig {
+    /// Whether the summary gets the breakdown blocks.
+    pub fn breakdown_on(&self) -> bool {
+        self.breakdown || self.size_buckets.is_some()
+    }
+
+    /// The bucket edges in force (bytes, as configured or the default).
+    pub fn size_bucket_edges(&self) -> Vec<u64> {
+        match &self.size_buckets {
+            Some(v) => v.iter().map(|b| b.0).collect(),
+            None => DEFAULT_SIZE_BUCKETS.to_vec(),
+        }
+    }
 }
 
 impl Default for MetricsConfig {
@@ -642,6 +672,8 @@ impl Default for MetricsConfig {
             window: None,
             sample_interval: Duration(100 * crate::units::US),
             flow_series: serde_json::Value::String("auto".into()),
+            breakdown: false,
+            size_buckets: None,
         }
     }
 }

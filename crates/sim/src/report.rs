@@ -273,7 +273,119 @@ impl Simulation {
             summary["network"]["link_drops_packets"] = json!(n);
             summary["network"]["link_drops_bytes"] = json!(b);
         }
+        if sc.metrics.breakdown_on() {
+            self.add_breakdown(&mut summary);
+        }
         summary
+    }
+
+    /// Adds the breakdown blocks (`[metrics] breakdown` or `size_buckets`):
+    ///
+    /// * `by_size`: per flow-size bucket, the flows that started in the
+    ///   window (finite flows, not message streams, not stopped), how many
+    ///   completed, and the slowdown and FCT (mean, median, p99) of those
+    ///   that did; `large_flows`: the flows above the last edge, with their
+    ///   goodput (mean over completed flows of size / FCT) and the rate at
+    ///   which they delivered inside the window (all of them, finished or
+    ///   not: under SRPT-like schedulers large flows starve rather than
+    ///   finish late, and the completed ones alone would hide it).
+    /// * `by_class`: per traffic class, the flows and the aggregate rate of
+    ///   in-order delivery inside the window (Gb/s).
+    /// * `losses`: the window's switch drops split into packets refused on
+    ///   arrival and packets a rank queue (pFabric) evicted after admitting them.
+    fn add_breakdown(&self, summary: &mut Value) {
+        let (wa, wb) = self.window();
+        let edges = self.scenario().metrics.size_bucket_edges();
+        let bucket_of = |size: u64| edges.iter().position(|&e| size <= e).unwrap_or(edges.len());
+        let n = edges.len() + 1;
+        let (mut started, mut slow, mut fct) = (vec![0u64; n], vec![vec![]; n], vec![vec![]; n]);
+        let mut large_goodput = vec![];
+        let mut large_window_bytes = 0.0;
+        for (fid, f) in self.flows().iter().enumerate() {
+            if f.ctl.size == UNLIMITED || !f.snd.messages.is_empty() || f.path.stop.is_some() {
+                continue;
+            }
+            if f.path.start < wa || f.path.start >= wb {
+                continue;
+            }
+            let b = bucket_of(f.ctl.size);
+            started[b] += 1;
+            if b == n - 1 {
+                large_window_bytes += self.flow_window(fid).map_or(0.0, |(bytes, _)| bytes);
+            }
+            let Some(t) = f.snd.finished else { continue };
+            let d = (t - f.path.start) as f64;
+            if f.stats.ideal_fct > 0 {
+                slow[b].push(d / f.stats.ideal_fct as f64);
+                fct[b].push(d);
+            }
+            if b == n - 1 && d > 0.0 {
+                large_goodput.push(f.ctl.size as f64 * 8.0 / ps_to_s(t - f.path.start) / 1e9);
+            }
+        }
+        let stats = |v: &[f64], scale: f64| {
+            let mean = (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            json!({
+                "mean": opt(mean.map(|m| m * scale)),
+                "p50": opt(quantile(v, 0.5).map(|m| m * scale)),
+                "p99": opt(quantile(v, 0.99).map(|m| m * scale)),
+            })
+        };
+        let buckets: Vec<Value> = (0..n)
+            .map(|b| {
+                json!({
+                    "min_bytes": if b == 0 { 0 } else { edges[b - 1] },
+                    "max_bytes": edges.get(b).map_or(Value::Null, |&e| json!(e)),
+                    "flows": started[b],
+                    "completed": slow[b].len(),
+                    "slowdown": stats(&slow[b], 1.0),
+                    "fct_us": stats(&fct[b], 1e-6),
+                })
+            })
+            .collect();
+        let win_s = self.window_len().map(ps_to_s);
+        let rate = |bytes: f64| opt(win_s.map(|s| bytes * 8.0 / s / 1e9));
+        let large_mean =
+            (!large_goodput.is_empty()).then(|| large_goodput.iter().sum::<f64>() / large_goodput.len() as f64);
+        summary["by_size"] = json!({
+            "edges_bytes": edges,
+            "buckets": buckets,
+            "large_flows": {
+                "min_bytes": edges[edges.len() - 1],
+                "flows": started[n - 1],
+                "completed": large_goodput.len(),
+                "goodput_gbps_mean": opt(large_mean),
+                "window_gbps": rate(large_window_bytes),
+            },
+        });
+        let mut classes: std::collections::BTreeMap<u8, (u64, f64)> = Default::default();
+        for (fid, f) in self.flows().iter().enumerate() {
+            let e = classes.entry(f.path.class).or_default();
+            e.0 += 1;
+            e.1 += self.flow_window(fid).map_or(0.0, |(bytes, _)| bytes);
+        }
+        summary["by_class"] = Value::Array(
+            classes
+                .into_iter()
+                .map(|(class, (flows, bytes))| json!({"class": class, "flows": flows, "throughput_gbps": rate(bytes)}))
+                .collect(),
+        );
+        let (mut drops, mut drop_bytes, mut ev, mut ev_bytes) = (0u64, 0u64, 0u64, 0u64);
+        // The switch ports, as `network.drops_packets` counts them.
+        for &p in &self.series().ports {
+            let pt = &self.ports()[p as usize];
+            drops += pt.stats.win_drops;
+            drop_bytes += pt.stats.win_drop_bytes;
+            ev += pt.stats.win_evictions;
+            ev_bytes += pt.stats.win_eviction_bytes;
+        }
+        summary["losses"] = json!({
+            "drops_packets": drops,
+            "drops_bytes": drop_bytes,
+            "refused_packets": drops - ev,
+            "evicted_packets": ev,
+            "evicted_bytes": ev_bytes,
+        });
     }
 
     /// The time series and per-port / per-flow tables.

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 DPI = 90
 """Resolution of the report's PNGs: sharp on screen, about 20-30 kB per run figure."""
@@ -346,4 +347,66 @@ def scale_figure(
     ncols = min(len(labels), 4)
     fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize="small")
     fig.suptitle(title or group.family, fontsize="large")
+    return fig
+
+
+# --------------------------------------------------------------------------- slowdown by size
+
+
+def _leading_2_3_5(v: float, _pos: Any) -> str:
+    """Minor tick labels of a log axis at 2, 3 and 5 times a power of ten only (all nine crowd)."""
+    if v <= 0:
+        return ""
+    lead = v / 10 ** math.floor(math.log10(v) + 1e-9)
+    return f"{v:g}" if any(abs(lead - d) < 1e-6 for d in (2, 3, 5)) else ""
+
+
+def slowdown_size_figure(
+    profiles: Mapping[str, Mapping[str, Sequence[float | None]]],
+    *,
+    colors: Mapping[str, str] | None = None,
+    edges: Sequence[float] = (),
+    title: str = "",
+) -> Figure:
+    """Mean and p99 FCT slowdown against flow size, one line per method (two panels).
+
+    ``profiles``: method -> its run's :func:`ccgym.bench.slowdown.size_profile` (log bins of
+    flow size); ``edges``: the size buckets' edges (bytes), drawn as dotted lines.
+    """
+    colors = dict(colors or method_colors(list(profiles)))
+    fig = Figure(figsize=(10.0, 4.2), layout="constrained")
+    axes = fig.subplots(1, 2, sharex=True)
+    panels = (("mean", "mean slowdown"), ("p99", "p99 slowdown"))
+    for ax, (stat, label) in zip(axes, panels, strict=True):
+        for method, prof in profiles.items():
+            x = np.array([_num(v) for v in prof.get("size_bytes") or []])
+            y = np.array([_num(v) for v in prof.get(stat) or []])
+            ok = np.isfinite(x) & np.isfinite(y)
+            if ok.any():
+                ax.plot(
+                    x[ok],
+                    y[ok],
+                    marker="o",
+                    markersize=3,
+                    linewidth=1.2,
+                    color=colors.get(method),
+                    label=method,
+                )
+        for e in edges:
+            ax.axvline(e, color="0.6", linestyle=":", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        # plain numbers (1.5, 2, 4), not 10^x powers, on the slowdown axis
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(_leading_2_3_5))
+        ax.set_xlabel("flow size (bytes, log scale)")
+        ax.set_ylabel(f"{label} (log scale)")
+        ax.grid(True, color="0.85", linewidth=0.6)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if labels:
+        ncols = min(len(labels), 6)
+        fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize="small")
+    else:
+        _note(axes[0], "no completed flows in the window")
+    fig.suptitle(title, fontsize="large")
     return fig

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError
+from ccgym.bench.pareto import HIGHER
 from ccgym.bench.plots import (
     figure_png,
     method_colors,
@@ -29,6 +30,7 @@ from ccgym.bench.plots import (
     run_figure,
     scale_figure,
     scale_groups,
+    slowdown_size_figure,
 )
 from ccgym.bench.runner import RunStats, _load_cached, code_version, progress_bar, suite_jobs
 from ccgym.bench.series import load_series, series_path
@@ -187,6 +189,38 @@ def _run_caption(rec: Mapping[str, Any]) -> str:
     )
 
 
+def _directions(spec: TableSpec) -> str:
+    """``"SU, FR higher and QL, drops_mb lower"``: which way each Pareto metric is better."""
+    higher = [k for k, band in spec.metrics.items() if band[0] == HIGHER]
+    lower = [k for k, band in spec.metrics.items() if band[0] != HIGHER]
+    parts = [f"{', '.join(higher)} higher" if higher else "", f"{', '.join(lower)} lower"]
+    return " and ".join(p for p in parts if p)
+
+
+def _slowdown_size_html(
+    suite: Mapping[str, Any],
+    shown: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    colors: Mapping[str, str],
+) -> list[str]:
+    """Per scenario, the slowdown-against-size figure of its methods (``slowdown`` tables: the
+    runs' ``size_profile``, :mod:`ccgym.bench.slowdown`)."""
+    out = []
+    for label, by_method in shown.items():
+        profiles = {m: r["size_profile"] for m, r in by_method.items() if r.get("size_profile")}
+        if not profiles:
+            continue
+        first = next(iter(by_method.values()))
+        edges = ((first.get("summary") or {}).get("by_size") or {}).get("edges_bytes") or []
+        title = f"{suite['name']}: {label}, slowdown against flow size"
+        png = figure_png(slowdown_size_figure(profiles, colors=colors, edges=edges, title=title))
+        out.append(
+            f"<figure>{_img(png, title)}<figcaption>Flows that started in the metrics window "
+            "and completed, in log bins of size (4 per decade), first seed; dotted lines: the "
+            "table's size buckets.</figcaption></figure>"
+        )
+    return out
+
+
 def write_report(
     suite: Mapping[str, Any],
     records: Sequence[Mapping[str, Any]],
@@ -244,6 +278,7 @@ def write_report(
             )
             if step:
                 step(g.family)
+        size_html = _slowdown_size_html(suite, shown, colors) if spec.name == "slowdown" else []
         sections = []
         for i, (label, by_method) in enumerate(shown.items()):
             figs = []
@@ -292,8 +327,8 @@ def write_report(
         _table_html(rows, spec),
         f'<p class="note">Mean over seeds, (min–max) when more than one. '
         f"{html.escape(PARETO_MARK)} and bold = not dominated by another method on the same "
-        "scenario (SU, FR higher and QL, drops lower are better; tolerance bands "
-        f"{html.escape(tol)}). Paper: the ADPG paper's Table 2/3 (SU % / FR % / QL µs), where "
+        f"scenario ({html.escape(_directions(spec))} are better; tolerance bands "
+        f"{html.escape(tol)}). Paper: {html.escape(spec.published_source)}, where "
         "it has the entry.</p>",
     ]
     if spec.name.startswith("hopass"):  # the slow layer's shares and utility over time
@@ -302,6 +337,8 @@ def write_report(
         parts.append(report_section(records))
     if scale_html:
         parts += ["<h2>Metrics against scale</h2>", *scale_html]
+    if size_html:
+        parts += ["<h2>Slowdown against flow size</h2>", *size_html]
     parts += [
         "<h2>Time series per run</h2>",
         '<p class="note">Per scenario and method, the first seed: the bottleneck\'s queue '

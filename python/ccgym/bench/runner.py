@@ -5,6 +5,7 @@ A suite is TOML::
     name = "quick"
     seeds = [1]
     methods = ["dcqcn", "policy:adpg-default"]   # classic CC names, or policy:NAME|PATH
+                                                 # (or a table of method presets, below)
     optional_methods = ["policy:rlcc-public"]    # optional: added when they can run here
     overrides = ["duration=60ms"]                # optional, applied to every scenario first
     table = "standard"         # optional: "standard" (SU / FR / QL / drops) or "long-short"
@@ -16,6 +17,23 @@ A suite is TOML::
     scenario = "adpg-m2o-2"    # bundled name, or a TOML path (relative to the suite file)
     overrides = []             # optional
     published = "m2o-128"      # optional: a table of published.toml to show beside ccgym's
+
+A method that needs more than its CC (switch discipline, buffers, host scheduler, ECN) is a
+*preset*: ``methods`` is then a table, one entry per method, in the order the tables show them::
+
+    [methods.pfabric]
+    cc = "pfabric"                      # a CC name (``ccgym list cc``) or policy:NAME|PATH
+    overrides = ["switch.discipline=rank", "switch.port_buffer=36KB"]   # optional
+    description = "pFabric: rank ports"  # optional
+    optional = false                    # optional: true skips the method when its CC is not
+                                        # built into this ccgym (a transport still to merge)
+
+A preset's run loads the scenario with ``cc`` (as ``--cc`` does: every flow's CC replaced),
+then the suite's and the scenario's overrides, the seed, and last the preset's overrides (so
+``cc.PARAM=...`` tunes the CC and switch settings win over the scenario's). Its name is what
+the tables and plots show; the cache key holds the name, the CC and the overrides. A preset
+whose CC is unknown is an error naming the method, unless it is ``optional``; the skipped
+methods are listed in ``suite["skipped_methods"]``.
 
 Every finished run is cached as ``<out>/runs/<key>.json``, its time series for the plots as
 ``<key>.series.npz`` (:mod:`ccgym.bench.series`); the key hashes the scenario dict
@@ -44,7 +62,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import cache
@@ -77,6 +95,7 @@ class Job:
     published: str | None = None
     key: str = ""
     scores: str = "standard"  # which metrics run_job computes: the suite's table
+    preset: dict[str, Any] | None = None  # the method's preset ({"cc", "overrides"}), if any
 
 
 @dataclass
@@ -124,6 +143,10 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
     scenarios = suite.get("scenario")
     if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
         raise ScenarioError(f"{path}: seeds must be a non-empty list of integers")
+    if isinstance(methods, dict):
+        methods, suite["presets"], suite["skipped_methods"] = _method_presets(methods, path)
+        if not methods:
+            raise ScenarioError(f"{path}: every method is optional and none can run here")
     if not isinstance(methods, list) or not methods or not all(isinstance(m, str) for m in methods):
         raise ScenarioError(f"{path}: methods must be a non-empty list of names")
     optional = suite.get("optional_methods", [])
@@ -147,11 +170,11 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
     return suite
 
 
-SUITE_KEYS: dict[str, tuple[type, str]] = {
+SUITE_KEYS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "name": (str, "a string"),
     "description": (str, "a string"),
     "seeds": (list, "a list of integers"),
-    "methods": (list, "a list of names"),
+    "methods": ((list, dict), "a list of names or a table of method presets"),
     "optional_methods": (list, "a list of names"),
     "overrides": (list, "a list of KEY=VALUE strings"),
     "table": (str, "a string"),
@@ -169,7 +192,10 @@ SCENARIO_KEYS: dict[str, tuple[type, str]] = {
 
 
 def _check_keys(
-    table: dict[str, Any], known: dict[str, tuple[type, str]], path: Path, where: str
+    table: dict[str, Any],
+    known: Mapping[str, tuple[type | tuple[type, ...], str]],
+    path: Path,
+    where: str,
 ) -> None:
     """Suite files are strict, as scenarios are: a key nobody reads is a mistake (a typo in
     ``overrides`` would silently run the default protocol), and so is a value of another type
@@ -204,19 +230,98 @@ def _available(method: str) -> bool:
 def suite_jobs(suite: dict[str, Any]) -> list[Job]:
     """The runs of a suite, scenarios x methods x seeds, each with its cache key."""
     common = list(suite.get("overrides") or [])
+    presets = suite.get("presets") or {}
     jobs = []
     for sc in suite["scenario"]:
         overrides = common + list(sc.get("overrides") or [])
         for method in suite["methods"]:
             for seed in suite["seeds"]:
                 all_overrides = [*overrides, f"seed={seed}"]
-                data, _ = load_scenario(sc["scenario"], all_overrides)
+                preset = presets.get(method)
+                if preset is None:
+                    data, _ = load_scenario(sc["scenario"], all_overrides)
+                else:
+                    data = _preset_scenario(sc["scenario"], all_overrides, method, preset)
                 label = sc.get("label") or str(data.get("name", sc["scenario"]))
                 job = Job(label, sc["scenario"], all_overrides, method, seed, sc.get("published"))
                 job.scores = suite.get("table") or "standard"
-                job.key = run_key(data, method, seed, job.scores)
+                if preset is None:
+                    job.key = run_key(data, method, seed, job.scores)
+                else:
+                    job.preset = preset
+                    job.key = run_key(data, preset["cc"], seed, job.scores, preset={method: preset})
                 jobs.append(job)
     return jobs
+
+
+PRESET_KEYS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "cc": (str, "a string"),
+    "overrides": (list, "a list of KEY=VALUE strings"),
+    "description": (str, "a string"),
+    "optional": (bool, "true or false"),
+}
+"""The keys of a method preset, ``[methods.NAME]``, with their TOML types."""
+
+
+def known_ccs() -> list[str]:
+    """The CC names built into the native module (``ccgym list cc``)."""
+    from ccgym.runner import native
+
+    return [name for name, _, _ in native().cc_catalogue()]
+
+
+def _method_presets(
+    table: dict[str, Any], path: Path
+) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
+    """The methods of a ``[methods.NAME]`` table: the names that run here (in file order), their
+    presets ``{"cc", "overrides"}``, and the optional methods skipped because their CC is not
+    built into this ccgym."""
+    names: list[str] = []
+    presets: dict[str, dict[str, Any]] = {}
+    skipped: list[str] = []
+    ccs = known_ccs()
+    for name, entry in table.items():
+        where = f"methods.{name}"
+        if not isinstance(entry, dict):
+            raise ScenarioError(
+                f"{path}: {where} must be a table (cc = ..., overrides = [...]), not {entry!r}"
+            )
+        _check_keys(entry, PRESET_KEYS, path, where)
+        cc = entry.get("cc")
+        if not isinstance(cc, str) or not cc:
+            raise ScenarioError(f"{path}: {where} needs cc = NAME (a CC or policy:NAME)")
+        known = _available(cc) if cc.startswith(POLICY_PREFIX) else cc in ccs
+        if not known:
+            if entry.get("optional", False):
+                skipped.append(name)
+                continue
+            what = (
+                "its policy file is missing"
+                if cc.startswith(POLICY_PREFIX)
+                else (f"no CC {cc!r} in this ccgym (known: {', '.join(ccs)})")
+            )
+            raise ScenarioError(
+                f"{path}: {where}: {what}; set optional = true to skip it where it cannot run"
+            )
+        names.append(name)
+        presets[name] = {"cc": cc, "overrides": list(entry.get("overrides") or [])}
+    return names, presets, skipped
+
+
+def _preset_scenario(
+    scenario: str, overrides: list[str], method: str, preset: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The scenario of a preset's run, as :func:`run_job` builds it (see the module doc)."""
+    cc = preset["cc"]
+    try:
+        data, _ = load_scenario(
+            scenario,
+            [*overrides, *preset["overrides"]],
+            cc=None if cc.startswith(POLICY_PREFIX) else cc,
+        )
+    except ScenarioError as e:
+        raise ScenarioError(f"method {method!r}: {e}") from None
+    return data
 
 
 @cache
@@ -236,8 +341,16 @@ def code_version() -> str:
     return f"{__version__}+{_file_hash(str(native().__file__))[:16]}"
 
 
-def run_key(data: dict[str, Any], method: str, seed: int, scores: str = "standard") -> str:
-    """The cache key of one run (``scores``: the metrics it computes, see :func:`run_job`)."""
+def run_key(
+    data: dict[str, Any],
+    method: str,
+    seed: int,
+    scores: str = "standard",
+    preset: Mapping[str, Any] | None = None,
+) -> str:
+    """The cache key of one run (``scores``: the metrics it computes, see :func:`run_job`;
+    ``preset``: ``{name: {"cc", "overrides"}}`` of a preset method, whose scenario ``data``
+    already carries the CC and the overrides)."""
     method_id = method
     if method.startswith(POLICY_PREFIX):
         from ccgym.policies import policy_path
@@ -245,6 +358,8 @@ def run_key(data: dict[str, Any], method: str, seed: int, scores: str = "standar
         path = policy_path(method[len(POLICY_PREFIX) :])
         method_id = f"{method}#{_file_hash(str(path))}"
     ident = {"scenario": data, "method": method_id, "seed": seed, "code": code_version()}
+    if preset is not None:  # list-form methods keep the keys they had before presets
+        ident["preset"] = preset
     if scores != "standard":  # standard keys stay what they were before long-short scores
         from ccgym.bench.longshort import SCORES_VERSION
 
@@ -258,11 +373,16 @@ def run_key(data: dict[str, Any], method: str, seed: int, scores: str = "standar
 
 
 def run_job(
-    scenario: str, overrides: list[str], method: str, scores: str = "standard"
+    scenario: str,
+    overrides: list[str],
+    method: str,
+    scores: str = "standard",
+    preset: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run one job (in a worker process) and return its metrics and summary.
 
     ``scores="long-short"`` adds the long-short scores (:func:`ccgym.bench.longshort.scores`).
+    ``preset``: the method's preset (``{"cc", "overrides"}``, see the module doc).
     """
     if scores.startswith("hopass"):  # a HOPASS experiment, run in slots (bench/hopass_slow.py)
         from ccgym.bench.hopass_slow import run_hopass_job
@@ -272,10 +392,16 @@ def run_job(
     from ccgym import policies
 
     t0 = time.perf_counter()
-    data, _ = load_scenario(scenario, overrides)
+    if preset is None:
+        data, _ = load_scenario(scenario, overrides)
+    else:  # the CC is set before the overrides, which may tune it
+        data = _preset_scenario(scenario, overrides, method, preset)
+        method = preset["cc"]
     force_flow_series(data)  # the plots' per-flow rates; leaves summary and cache key unchanged
     if method.startswith(POLICY_PREFIX):
         result = ccgym.run(policies.use_policy(data, method[len(POLICY_PREFIX) :]))
+    elif preset is not None:
+        result = ccgym.run(data)
     else:
         result = ccgym.run(data, cc=method)
     s = result.summary
@@ -293,7 +419,16 @@ def run_job(
         from ccgym.bench.longshort import scores as long_short_scores
 
         metrics.update(long_short_scores(result))
+    profile = None
+    if scores == "slowdown":
+        from ccgym.bench import slowdown
+
+        metrics.update(slowdown.scores(s))
+        window = s.get("window_s") or [0.0, float("inf")]
+        profile = slowdown.size_profile(result.series["flow_info"], (window[0], window[1]))
     out = {"metrics": metrics, "summary": s, "wall_s": time.perf_counter() - t0}
+    if profile is not None:
+        out["size_profile"] = profile  # the slowdown-against-size plots (bench.plots)
     # numpy arrays: run_suite pops them and stores them apart, never in the JSON record
     out["series"] = compact_series(result)
     return out
@@ -301,6 +436,8 @@ def run_job(
 
 def _job_args(job: Job) -> tuple[Any, ...]:
     """The arguments of :func:`run_job` for ``job``, the same for every way of running it."""
+    if job.preset is not None:
+        return (job.scenario, job.overrides, job.method, job.scores, job.preset)
     return (job.scenario, job.overrides, job.method, job.scores)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ccgym._errors import ScenarioError
 from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
+from ccgym.bench.slowdown import BUCKET_TITLES, SLOWDOWN_METRICS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -130,6 +131,35 @@ HOPASS_OVERALL = TableSpec(
     extra=("alloc_err",),
 )
 TABLES.update({spec.name: spec for spec in (HOPASS_SLOW, HOPASS_OVERALL)})
+
+SLOWDOWN = TableSpec(
+    name="slowdown",
+    columns=(
+        *(
+            col
+            for i, title in enumerate(BUCKET_TITLES)
+            for col in ((f"sd{i}_mean", f"{title} mean", ".2f"), (f"sd{i}_p99", "p99", ".2f"))
+        ),
+        ("large_gbps", "large Gb/s", ".2f"),
+        ("large_window_gbps", "large agg Gb/s", ".0f"),
+        ("drops", "drops", ".0f"),
+    ),
+    metrics=SLOWDOWN_METRICS,
+    published_fields=(),
+    published_title="paper",
+    published_source=(
+        "none embedded: the pFabric, pHost and Homa papers give these results as plots"
+    ),
+    extra=(
+        *(f"sd{i}_p50" for i in range(len(BUCKET_TITLES))),
+        *(f"done{i}" for i in range(len(BUCKET_TITLES))),
+        "evicted",
+    ),
+)
+"""Slowdown by flow size (:mod:`ccgym.bench.slowdown`): mean and p99 FCT slowdown per size
+bucket, large-flow goodput (mean per completed flow, and aggregate in the window), drops."""
+
+TABLES[SLOWDOWN.name] = SLOWDOWN
 
 COLUMNS = STANDARD.columns
 """(metric key, column title, format) of the standard table's metric columns."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -67,6 +68,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     out_dir = Path(args.out or Path("results") / "bench" / suite["name"])
     progress = Console(stderr=True).is_terminal
+    if suite.get("skipped_methods"):  # optional presets whose CC this ccgym does not have
+        skipped = ", ".join(suite["skipped_methods"])
+        print(f"skipped optional methods (no such CC here): {skipped}", file=sys.stderr)
     if args.report_only:
         from ccgym.bench.report import rebuild_report
 

@@ -116,6 +116,9 @@ def summary_table(summary: dict[str, Any], timing: dict[str, Any] | None = None)
             ("slowdown mean / p50 / p95 / p99", nums(get(fl, "slowdown"), STATS)),
         ]
     )
+    breakdown = breakdown_rows(s)
+    if breakdown:
+        section(breakdown)
     section(
         [
             (
@@ -141,7 +144,63 @@ def summary_table(summary: dict[str, Any], timing: dict[str, Any] | None = None)
     return table
 
 
+def size_label(lo: Any, hi: Any) -> str:
+    """A flow-size bucket as text: ``"<= 10 KB"``, ``"10 KB-100 KB"``, ``"> 1 MB"``."""
+
+    def text(b: float) -> str:
+        for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+            if b >= scale:
+                return f"{b / scale:g} {unit}"
+        return f"{b:g} B"
+
+    if hi is None:
+        return f"> {text(lo)}"
+    return f"<= {text(hi)}" if not lo else f"{text(lo)}-{text(hi)}"
+
+
+def breakdown_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows of the summary's breakdown blocks (``[metrics] breakdown``): slowdown by flow size,
+    large-flow goodput, throughput per class, drops and evictions; empty when it has none."""
+    rows: list[tuple[str, str]] = []
+    for b in get(summary, "by_size", "buckets") or []:
+        label = size_label(b.get("min_bytes"), b.get("max_bytes"))
+        rows.append(
+            (
+                f"slowdown {label}: mean / p50 / p99",
+                f"{nums(b.get('slowdown'), SIZE_STATS)} "
+                f"({num(b.get('completed'))} of {num(b.get('flows'))} flows done)",
+            )
+        )
+    large = get(summary, "by_size", "large_flows")
+    if large:
+        rows.append(
+            (
+                f"large flows ({size_label(large.get('min_bytes'), None)}): goodput",
+                f"{num(large.get('goodput_gbps_mean'), unit='Gbps')} mean of completed, "
+                f"{num(large.get('window_gbps'), unit='Gbps')} delivered in window",
+            )
+        )
+    for c in get(summary, "by_class") or []:
+        rows.append(
+            (
+                f"class {c.get('class')} throughput",
+                f"{num(c.get('throughput_gbps'), unit='Gbps')} ({num(c.get('flows'))} flows)",
+            )
+        )
+    losses = get(summary, "losses")
+    if losses:
+        rows.append(
+            (
+                "drops: refused / evicted",
+                f"{num(losses.get('refused_packets'))} / {num(losses.get('evicted_packets'))} "
+                "packets",
+            )
+        )
+    return rows
+
+
 QUEUE = ("queue_mean_kb", "queue_p99_kb", "queue_max_kb")
+SIZE_STATS = ("mean", "p50", "p99")
 QUEUE_LAT = ("queue_latency_mean_us", "queue_latency_p99_us")
 STATS = ("mean", "p50", "p95", "p99")
 

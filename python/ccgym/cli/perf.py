@@ -59,6 +59,15 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         metavar="T",
         help="simulated time per --agent run (decisions after 2 ms are counted)",
     )
+    p.add_argument(
+        "--fabric",
+        nargs="*",
+        metavar="METHOD",
+        help="the 144-host leaf-spine, WebSearch at 0.6 load, under these methods of the "
+        "receiver-driven suite (default: pfabric, and homa once it is built in), beside the "
+        "line-rate incast (--flows, default 16): ns per packet-hop and simulated time per CPU "
+        "second",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_perf)
 
@@ -71,6 +80,8 @@ def cmd_perf(args: argparse.Namespace) -> int:
         return _perf_agent(args)
     if args.policy is not None:
         return _perf_policy(args)
+    if args.fabric is not None:
+        return _perf_fabric(args)
     flows = args.flows or list(STANDARD_FLOWS)
     ccs = ["line_rate"] + [c for c in args.cc or [] if c != "line_rate"]
     err = Console(stderr=True)
@@ -210,4 +221,57 @@ def _perf_agent(args: argparse.Namespace) -> int:
     out = stdout()
     out.print(table)
     out.print(_native_line(native_row))
+    return 0
+
+
+def _perf_fabric(args: argparse.Namespace) -> int:
+    """``ccgym perf --fabric [METHOD ...]``: the fabric entries beside the line-rate incast."""
+    from ccgym.perf import FABRIC_INCAST_FLOWS, run_fabric_perf
+
+    with Console(stderr=True).status("") as status:
+        out = run_fabric_perf(
+            args.fabric or None,
+            args.duration,
+            incast_flows=args.flows or [FABRIC_INCAST_FLOWS],
+            on_start=lambda label: status.update(f"perf: {label} ..."),
+        )
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    console = stdout()
+    console.print(perf_table(out["incast"]))
+    table = Table(
+        title="ccgym perf --fabric: 144-host leaf-spine, WebSearch at 0.6 load, per CPU second"
+    )
+    for title in (
+        "method",
+        "sim time",
+        "events",
+        "hops",
+        "events/s",
+        "hops/s",
+        "ns/hop",
+        "vs incast",
+        "sim ms per CPU s",
+        "CPU s per 100 ms",
+        "peak RSS",
+    ):
+        table.add_column(title, justify="right", no_wrap=True)
+    for r in out["fabric"]:
+        table.add_row(
+            r["method"],
+            num(r["sim_time_s"] * 1e3, unit="ms"),
+            num(r["events"]),
+            num(r["packet_hops"]),
+            num(r["events_per_s"], ".1f", "M", scale=1e-6),
+            num(r["hops_per_s"], ".1f", "M", scale=1e-6),
+            num(r["ns_per_hop"], ".1f"),
+            num(r.get("ratio_vs_incast"), ".2f", "×"),
+            num(r["sim_per_cpu_s"], ".1f", scale=1e3),
+            num(r["cpu_s_per_100ms"], ".2f", "s"),
+            num(r["peak_rss_mb"], ".0f", "MB"),
+        )
+    console.print(table)
+    if out["skipped"]:
+        console.print(f"skipped (CC not built in): {', '.join(out['skipped'])}")
     return 0

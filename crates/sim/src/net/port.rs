@@ -229,6 +229,13 @@ pub struct PortStats {
     /// Queue length spanned by the ECN profile bins, fixed when the profile
     /// starts so that a Kmax changed mid-run does not re-label earlier bins.
     pub ecn_span: u64,
+    /// Of the drops, packets a rank queue evicted after admitting them (all
+    /// time); the rest of `drops` were refused on arrival.
+    pub evictions: u64,
+    /// Evicted packets inside the window (counted in `win_drops` too).
+    pub win_evictions: u64,
+    /// Bytes of those packets.
+    pub win_eviction_bytes: u64,
 }
 
 /// Number of queue-length bins of the ECN profile; they span [0, 1.25 kmax].

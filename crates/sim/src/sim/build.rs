@@ -584,6 +584,21 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         serde_json::Value::String(s) if s == "auto" => {}
         v => return e("metrics.flow_series", v, "use true, false or \"auto\""),
     }
+    validate_size_buckets(m)?;
+    Ok(())
+}
+
+/// Checks `metrics.size_buckets`: 1 to 16 positive edges, strictly increasing.
+fn validate_size_buckets(m: &crate::config::MetricsConfig) -> CfgResult<()> {
+    let e = |f: &str, v: &dyn std::fmt::Display, m: &str| Err(ConfigError::new(f, v, m));
+    let Some(edges) = &m.size_buckets else { return Ok(()) };
+    let shown = || format!("[{}]", edges.iter().map(|b| b.0.to_string()).collect::<Vec<_>>().join(", "));
+    if edges.is_empty() || edges.len() > 16 {
+        return e("metrics.size_buckets", &shown(), "give 1 to 16 bucket edges (bytes)");
+    }
+    if edges[0].0 == 0 || edges.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return e("metrics.size_buckets", &shown(), "edges must be positive and strictly increasing");
+    }
     Ok(())
 }
 

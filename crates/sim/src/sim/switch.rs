@@ -72,6 +72,11 @@ fn rank_admit(
         dq.ctr.drop_bytes += vs;
         *queued -= vs;
         count_drop(stats, vs, in_window);
+        stats.evictions += 1;
+        if in_window {
+            stats.win_evictions += 1;
+            stats.win_eviction_bytes += vs;
+        }
         buf.release_control(vs);
         // A rank queue holds data packets only (control uses queue 0).
         cons.dropped_bytes += vs;

@@ -1,0 +1,173 @@
+"""The ``receiver-driven`` bench suite: method presets, the slowdown-by-size table and report.
+
+The end-to-end test runs the bundled suite's presets on a small variant of its fabric (32 hosts:
+2 racks of 16 under 2 spines, WebSearch at 0.6 load, 10 ms) and checks the table's shape and the
+papers' first claim: pFabric's smallest flows finish closer to their ideal than DCTCP's.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from ccgym._errors import ScenarioError
+from ccgym.bench.report import write_report
+from ccgym.bench.runner import known_ccs, load_suite, run_key, run_suite, suite_jobs
+from ccgym.bench.slowdown import scores, size_profile
+from ccgym.bench.tables import SLOWDOWN, build_rows, csv_text, markdown_table
+from ccgym.scenario import load_scenario
+
+METHODS = ["pfabric", "phost", "dctcp", "dcqcn", "newreno"]
+QUICK = [
+    "topology.leaves=2",
+    "topology.spines=2",
+    "duration=10ms",
+    "metrics.window=['1ms', '8ms']",
+]
+
+
+def _suite(tmp_path: Path, methods: str, top: str = "") -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(f'{top}\n[[scenario]]\nscenario = "receiver-driven-websearch"\n{methods}\n')
+    return path
+
+
+def test_bundled_suite_methods_are_presets() -> None:
+    suite = load_suite("receiver-driven")
+    ccs = known_ccs()
+    later = [m for m in ("homa", "hopass") if m not in ccs]
+    assert suite["methods"] == METHODS + [m for m in ("homa", "hopass") if m in ccs]
+    assert suite["skipped_methods"] == later
+    assert suite["table"] == "slowdown" and len(suite["scenario"]) == 9
+    jobs = suite_jobs(suite)
+    assert len(jobs) == 9 * len(suite["methods"]) and len({j.key for j in jobs}) == len(jobs)
+    pf = next(j for j in jobs if j.method == "pfabric")
+    assert pf.preset is not None and pf.preset["cc"] == "pfabric"
+    assert "switch.discipline=rank" in pf.preset["overrides"]
+    ph = next(j for j in jobs if j.method == "phost")
+    assert ph.preset is not None
+    assert {"host.scheduler=srpt", "host.burst=1500"} <= set(ph.preset["overrides"])
+
+
+def test_preset_overrides_come_after_the_cc_and_the_scenario(tmp_path: Path) -> None:
+    # The preset's cc.PARAM tunes its CC (set first, as --cc does), and its switch setting wins
+    # over the scenario's override of the same field.
+    path = _suite(
+        tmp_path,
+        'overrides = ["switch.port_buffer=100KB"]',
+        '[methods.tuned]\ncc = "dctcp"\n'
+        'overrides = ["cc.g=0.125", "switch.buffer_model=static", "switch.port_buffer=50KB"]\n',
+    )
+    suite = load_suite(path)
+    (job,) = suite_jobs(suite)
+    assert job.method == "tuned"
+    from ccgym.bench.runner import _preset_scenario
+
+    assert job.preset is not None
+    data = _preset_scenario(job.scenario, job.overrides, job.method, job.preset)
+    assert data["cc"] == {"algorithm": "dctcp", "g": 0.125}
+    assert data["switch"]["port_buffer"] == "50KB"
+
+
+def test_cache_key_holds_the_preset(tmp_path: Path) -> None:
+    def key(methods: str) -> str:
+        (job,) = suite_jobs(load_suite(_suite(tmp_path, "", methods)))
+        return job.key
+
+    a = key('[methods.a]\ncc = "dctcp"\n')
+    assert key('[methods.a]\ncc = "dctcp"\noverrides = ["switch.ecn.kmin=10KB"]\n') != a
+    assert key('[methods.b]\ncc = "dctcp"\n') != a  # the name too: records carry it
+    assert key('[methods.a]\ncc = "newreno"\n') != a
+    # The list form keeps the key it had before presets existed.
+    (job,) = suite_jobs(load_suite(_suite(tmp_path, "", 'methods = ["dctcp"]')))
+    data, _ = load_scenario("receiver-driven-websearch", ["seed=1"])
+    assert job.key == run_key(data, "dctcp", 1)
+
+
+@pytest.mark.parametrize(
+    ("methods", "message"),
+    [
+        ('[methods.x]\ncc = "nosuchcc"\n', r"methods\.x: no CC 'nosuchcc' in this ccgym"),
+        ("[methods.x]\noverrides = []\n", r"methods\.x needs cc = NAME"),
+        ('[methods.x]\ncc = "dctcp"\noverides = []\n', r"unknown key 'overides' in methods\.x"),
+        ('[methods.x]\ncc = "dctcp"\noverrides = "a=b"\n', r"overrides in methods\.x must be"),
+        ('[methods.x]\ncc = "dctcp"\noptional = "yes"\n', r"optional in methods\.x must be"),
+        ("[methods]\nx = 3\n", r"methods\.x must be a table"),
+        ('[methods.x]\ncc = "dctcp"\noverrides = ["switch"]\n', r"method 'x': .*switch"),
+        ('[methods.x]\ncc = "nosuchcc"\noptional = true\n', r"every method is optional"),
+    ],
+    ids=[
+        "unknown-cc",
+        "no-cc",
+        "typo",
+        "str-overrides",
+        "str-optional",
+        "not-table",
+        "bad-ov",
+        "none",
+    ],
+)
+def test_preset_mistakes_are_named(tmp_path: Path, methods: str, message: str) -> None:
+    path = _suite(tmp_path, "", methods)
+    with pytest.raises(ScenarioError, match=message):
+        suite_jobs(load_suite(path))
+
+
+def test_optional_presets_are_skipped_when_their_cc_is_missing(tmp_path: Path) -> None:
+    methods = '[methods.a]\ncc = "dctcp"\n[methods.later]\ncc = "nosuchcc"\noptional = true\n'
+    suite = load_suite(_suite(tmp_path, "", methods))
+    assert suite["methods"] == ["a"] and suite["skipped_methods"] == ["later"]
+
+
+def test_scores_and_profile_without_breakdown_are_empty() -> None:
+    assert all(v is None for v in scores({"flows": {}}).values())
+    empty = {"size_bytes": [], "start_s": [], "slowdown": []}
+    assert size_profile(empty, (0.0, 1.0))["mean"] == []
+
+
+def test_quick_suite_end_to_end(tmp_path: Path) -> None:
+    suite = load_suite("receiver-driven")
+    suite["scenario"] = [sc for sc in suite["scenario"] if sc["label"] == "websearch 0.6"]
+    suite["overrides"] = QUICK
+    suite["methods"] = METHODS
+    records, stats = run_suite(suite, tmp_path, jobs=2)
+    assert stats.ran == len(METHODS)
+    assert {r["summary"]["scenario"] for r in records} == {"receiver-driven-websearch"}
+    rows = build_rows(records, spec=SLOWDOWN)
+    assert [r["method"] for r in rows] == METHODS
+    by = {r["method"]: r for r in rows}
+    for row in rows:
+        for key, _, _ in SLOWDOWN.columns:
+            assert key in row
+        assert row["sd0_mean"] is not None and row["sd0_mean"] >= 1.0
+        assert row["sd0_p99"] >= row["sd0_mean"] * 0.999
+    # pFabric's smallest flows beat DCTCP's, on the mean and on the tail.
+    assert by["pfabric"]["sd0_mean"] < by["dctcp"]["sd0_mean"]
+    assert by["pfabric"]["sd0_p99"] < by["dctcp"]["sd0_p99"]
+    assert any(r["pareto"] for r in rows)
+    # pFabric's drops include evictions; PFC keeps DCQCN lossless.
+    assert by["pfabric"]["evicted"] > 0 and by["dcqcn"]["drops"] == 0
+    header = markdown_table(rows, "t", SLOWDOWN).splitlines()[2]
+    assert "<=10KB mean" in header and "large Gb/s" in header and "drops" in header
+    table = list(csv.DictReader(io.StringIO(csv_text(rows, SLOWDOWN))))
+    assert len(table) == len(METHODS) and "sd3_p50" in table[0] and "done0" in table[0]
+    assert all(r.get("size_profile", {}).get("mean") for r in records)
+    page = write_report(suite, records, tmp_path, stats=stats).read_text()
+    assert "Slowdown against flow size" in page
+
+
+def test_fabric_perf_entries() -> None:
+    from ccgym.perf import FABRIC_METHODS, fabric_methods, fabric_scenario
+
+    runnable, skipped = fabric_methods()
+    assert "pfabric" in runnable and sorted(runnable + skipped) == sorted(FABRIC_METHODS)
+    assert ("homa" in skipped) == ("homa" not in known_ccs())
+    data = fabric_scenario("pfabric", "1ms")
+    assert data["cc"]["algorithm"] == "pfabric" and data["switch"]["discipline"] == "rank"
+    assert data["workload"][0]["load"] == 0.6 and data["topology"]["leaves"] == 9
+    assert "window" not in data["metrics"]
+    with pytest.raises(ValueError, match="no fabric perf entry 'nosuch'"):
+        fabric_scenario("nosuch")
