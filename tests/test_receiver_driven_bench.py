@@ -20,7 +20,7 @@ from ccgym.bench.slowdown import scores, size_profile
 from ccgym.bench.tables import SLOWDOWN, build_rows, csv_text, markdown_table
 from ccgym.scenario import load_scenario
 
-METHODS = ["pfabric", "phost", "dctcp", "dcqcn", "newreno"]
+METHODS = ["pfabric", "phost", "dctcp", "dcqcn", "newreno", "homa"]
 QUICK = [
     "topology.leaves=2",
     "topology.spines=2",
@@ -38,8 +38,8 @@ def _suite(tmp_path: Path, methods: str, top: str = "") -> Path:
 def test_bundled_suite_methods_are_presets() -> None:
     suite = load_suite("receiver-driven")
     ccs = known_ccs()
-    later = [m for m in ("homa", "hopass") if m not in ccs]
-    assert suite["methods"] == METHODS + [m for m in ("homa", "hopass") if m in ccs]
+    later = [m for m in ("hopass",) if m not in ccs]
+    assert suite["methods"] == METHODS + [m for m in ("hopass",) if m in ccs]
     assert suite["skipped_methods"] == later
     assert suite["table"] == "slowdown" and len(suite["scenario"]) == 9
     jobs = suite_jobs(suite)
@@ -147,6 +147,8 @@ def test_quick_suite_end_to_end(tmp_path: Path) -> None:
     # pFabric's smallest flows beat DCTCP's, on the mean and on the tail.
     assert by["pfabric"]["sd0_mean"] < by["dctcp"]["sd0_mean"]
     assert by["pfabric"]["sd0_p99"] < by["dctcp"]["sd0_p99"]
+    # Homa's too, and they stay near their ideal (unscheduled first RTT at the top priority).
+    assert by["homa"]["sd0_mean"] < 1.3 and by["homa"]["sd0_p99"] < by["dctcp"]["sd0_p99"]
     assert any(r["pareto"] for r in rows)
     # pFabric's drops include evictions; PFC keeps DCQCN lossless.
     assert by["pfabric"]["evicted"] > 0 and by["dcqcn"]["drops"] == 0
@@ -164,7 +166,7 @@ def test_fabric_perf_entries() -> None:
 
     runnable, skipped = fabric_methods()
     assert "pfabric" in runnable and sorted(runnable + skipped) == sorted(FABRIC_METHODS)
-    assert ("homa" in skipped) == ("homa" not in known_ccs())
+    assert "homa" in runnable and not skipped
     data = fabric_scenario("pfabric", "1ms")
     assert data["cc"]["algorithm"] == "pfabric" and data["switch"]["discipline"] == "rank"
     assert data["workload"][0]["load"] == 0.6 and data["topology"]["leaves"] == 9
