@@ -49,6 +49,9 @@ pub struct Flow {
     pub cc: Cc,
     /// pHost's token state (`Some` on pHost flows only).
     pub ph: Option<Box<PHostFlow>>,
+    /// HOPASS's receiver state (`Some` on HOPASS flows only; their tokens
+    /// are in `ph`, the same machinery as pHost's).
+    pub hp: Option<Box<HopassFlow>>,
 }
 
 /// What is fixed when a flow is created.
@@ -171,6 +174,28 @@ pub struct PHostFlow {
     pub token_cursor: u64,
 }
 
+/// HOPASS's per-flow receiver state beyond the tokens (which a HOPASS flow
+/// keeps in [`Flow::ph`], as pHost does). Boxed in [`Flow::hp`], present on
+/// HOPASS flows only.
+#[derive(Clone, Debug, Default)]
+pub struct HopassFlow {
+    /// When the receiver first heard of the flow (its RTS): the start of
+    /// its wait in the large-flow score.
+    pub arrived: Option<Time>,
+    /// Pioneer packets the sender sent without tokens.
+    pub pioneers: u64,
+    /// The end of the highest data received: packets are named and sent in
+    /// increasing order on one FIFO path, so a packet arriving beyond it
+    /// reveals that the packets between were lost.
+    pub high_end: u64,
+    /// Byte offsets of packets found lost that the next tokens name first.
+    pub lost: std::collections::VecDeque<u64>,
+    /// The first missing byte as last seen when naming a packet, and since
+    /// when it has not moved (a lost retransmission is found by the time it
+    /// stays a hole below data that arrived).
+    pub stalled: (u64, Time),
+}
+
 /// TCP sender loss-recovery state (RFC 6582 NewReno, RFC 6298 estimator).
 #[derive(Clone, Debug, Default)]
 pub struct TcpRecovery {
@@ -238,7 +263,7 @@ impl Flow {
             && self.snd.finished.is_none()
             && (self.snd.retx.is_some()
                 || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding))
-                || self.path.transport == Transport::PHost)
+                || matches!(self.path.transport, Transport::PHost | Transport::Hopass))
             && self.transport_allows()
     }
 
@@ -252,7 +277,7 @@ impl Flow {
             Transport::GoBackN | Transport::Tcp => true,
             Transport::Credit => self.ctl.snd_nxt < self.snd.granted,
             Transport::PFabric => !self.snd.probing,
-            Transport::PHost => self.ph.as_ref().is_some_and(|p| !p.tokens.is_empty()),
+            Transport::PHost | Transport::Hopass => self.ph.as_ref().is_some_and(|p| !p.tokens.is_empty()),
         }
     }
 
@@ -281,7 +306,7 @@ impl Flow {
     /// what its receiver still misses (its last token says).
     #[inline]
     pub fn remaining(&self) -> u64 {
-        if self.path.transport == Transport::PHost {
+        if matches!(self.path.transport, Transport::PHost | Transport::Hopass) {
             self.snd.peer_remaining
         } else if self.ctl.size == u64::MAX {
             u64::MAX

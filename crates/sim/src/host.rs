@@ -158,4 +158,8 @@ pub enum GrantPolicy {
     /// (ties: earlier start), skipping flows with a full token window or
     /// in their resend timeout.
     PHost,
+    /// HOPASS's fast layer: WRR between the small flows (smallest remaining
+    /// first) and the large flows (smallest OPT / (wait + theta) among those
+    /// whose class's token rate allows a token), `sim/hopass.rs`.
+    Hopass,
 }

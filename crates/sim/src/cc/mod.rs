@@ -15,6 +15,7 @@ mod cubic;
 mod dcqcn;
 mod dctcp;
 mod fixed_rate;
+mod hopass;
 mod hpcc;
 mod line_rate;
 mod newreno;
@@ -28,6 +29,7 @@ pub use cubic::Cubic;
 pub use dcqcn::Dcqcn;
 pub use dctcp::Dctcp;
 pub use fixed_rate::FixedRate;
+pub use hopass::{large_flow_score, normalised_weights, ClassRate, Hopass, RateLaw};
 pub use hpcc::Hpcc;
 pub use line_rate::LineRate;
 pub use newreno::NewReno;
@@ -200,6 +202,14 @@ pub enum Transport {
     /// again); the sender spends unexpired tokens, smallest remaining flow
     /// first. The receiver acknowledges once, when all data has arrived.
     PHost,
+    /// HOPASS's fast layer: the sender announces its flow with a
+    /// request-to-send and sends one BDP of pioneer packets at once; the
+    /// receiver paces tokens per traffic class (a rate per class with an
+    /// ECN-weighted back-off), small flows smallest remaining first and
+    /// large flows by OPT / (wait + theta), alternating between the two by
+    /// WRR; each token names a packet still missing. The receiver
+    /// acknowledges once, when all data has arrived (`sim/hopass.rs`).
+    Hopass,
 }
 
 /// An acknowledgement as the sender sees it.
@@ -314,6 +324,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         Cubic::info(),
         PFabric::info(),
         PHost::info(),
+        Hopass::info(),
         LineRate::info(),
         FixedRate::info(),
         CcInfo {
@@ -351,6 +362,8 @@ pub enum Cc {
     PFabric(PFabric),
     /// pHost's end hosts (tokens from the receiver, no CC).
     PHost(PHost),
+    /// HOPASS's fast-layer end hosts (tokens per class from the receiver, no CC).
+    Hopass(Hopass),
 }
 
 /// Reads parameters of one algorithm from a [`CcConfig`], rejecting unknown names.
@@ -476,6 +489,7 @@ impl Cc {
             "cubic" => build!(Cubic, Cubic),
             "pfabric" => build!(PFabric, PFabric),
             "phost" => build!(PHost, PHost),
+            "hopass" => build!(Hopass, Hopass),
             "agent" => {
                 let Some(spec) = build.agent else {
                     return Err(ConfigError::new(
@@ -519,6 +533,7 @@ impl Cc {
             Cc::Cubic(_) => "cubic",
             Cc::PFabric(_) => "pfabric",
             Cc::PHost(_) => "phost",
+            Cc::Hopass(_) => "hopass",
         }
     }
 }
@@ -538,6 +553,7 @@ macro_rules! dispatch {
             Cc::Cubic($cc) => $call,
             Cc::PFabric($cc) => $call,
             Cc::PHost($cc) => $call,
+            Cc::Hopass($cc) => $call,
         }
     };
 }

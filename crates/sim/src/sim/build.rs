@@ -161,6 +161,7 @@ impl Simulation {
             sample_interval: sc.metrics.sample_interval.0,
             ecn_red,
             bridge: None,
+            hopass: Default::default(),
             topo,
             ports,
             hosts,
@@ -191,6 +192,7 @@ impl Simulation {
         sim.schedule_initial();
         sim.reserve_series()?;
         sim.build_queue_agents()?;
+        sim.build_hopass();
         Ok(sim)
     }
 
@@ -266,6 +268,7 @@ impl Simulation {
                 "credit" => Transport::Credit,
                 "pfabric" => Transport::PFabric,
                 "phost" => Transport::PHost,
+                "hopass" => Transport::Hopass,
                 _ => cc.transport(),
             };
             if transport == Transport::PHost && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
@@ -276,10 +279,18 @@ impl Simulation {
                     "pHost needs finite flows without messages (a size, no stream)",
                 ));
             }
+            if transport == Transport::Hopass && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
+                // Tokens name packets of a known size, as pHost's.
+                return Err(ConfigError::new(
+                    "host.loss_recovery",
+                    "\"hopass\"",
+                    "HOPASS needs finite flows without messages (a size, no stream)",
+                ));
+            }
             let rto = match transport {
                 // Until RTT samples exist, never time out before a round trip is possible.
                 Transport::Tcp => self.scenario.host.rto.0.max(2 * base_rtt),
-                Transport::GoBackN | Transport::Credit | Transport::PFabric | Transport::PHost => {
+                Transport::GoBackN | Transport::Credit | Transport::PFabric | Transport::PHost | Transport::Hopass => {
                     self.scenario.host.rto.0
                 }
             };
@@ -338,7 +349,8 @@ impl Simulation {
                 tcp: TcpRecovery::default(),
                 rcv: Receiver::default(),
                 cc,
-                ph: (transport == Transport::PHost).then(Box::default),
+                ph: matches!(transport, Transport::PHost | Transport::Hopass).then(Box::default),
+                hp: (transport == Transport::Hopass).then(Box::default),
             });
             let id = id as u32;
             self.app.push((s.start, id, AppAction::Start));
@@ -527,11 +539,11 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
-    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost"].contains(&h.loss_recovery.as_str()) {
+    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost", "hopass"].contains(&h.loss_recovery.as_str()) {
         return e(
             "host.loss_recovery",
             &format!("\"{}\"", h.loss_recovery),
-            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\" or \"phost\"",
+            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\", \"phost\" or \"hopass\"",
         );
     }
     if h.ack_every == 0 {
@@ -587,6 +599,7 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
         ));
     }
     validate_phost(h)?;
+    super::hopass::validate(sc)?;
     if h.pfabric_probe_after == 0 {
         return Err(ConfigError::new("host.pfabric_probe_after", 0, "must be at least 1 timeout"));
     }

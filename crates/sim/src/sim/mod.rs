@@ -43,6 +43,7 @@ mod build;
 mod cc_glue;
 mod control;
 mod grants;
+mod hopass;
 mod link;
 mod metrics;
 mod nic;
@@ -118,6 +119,9 @@ pub struct Simulation {
     ecn_red: Option<Red>,
     /// The agent bridge, when the scenario has an `[agent]` table.
     bridge: Option<Bridge>,
+    /// HOPASS's receivers: class weights and per-(host, class) token rates
+    /// (the rates only when a flow uses the HOPASS transport).
+    hopass: hopass::HopassState,
     /// What the scenario was estimated to cost before it was built.
     estimate: crate::limits::Estimate,
 }

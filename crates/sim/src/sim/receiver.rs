@@ -41,6 +41,8 @@ impl Simulation {
                 let fid = self.pool.get(pid).flow;
                 if self.flows[fid as usize].path.transport == Transport::PHost {
                     self.phost_receive_data(h, pid);
+                } else if self.flows[fid as usize].path.transport == Transport::Hopass {
+                    self.hopass_receive_data(h, pid);
                 } else {
                     self.receive_data(h, pid);
                 }
@@ -108,7 +110,7 @@ impl Simulation {
                     insert_range(&mut f.rcv.ooo, seq, seq + payload);
                     send_ack = true;
                 }
-                Transport::GoBackN | Transport::Credit | Transport::PHost => {
+                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Hopass => {
                     let expected = f.rcv.rcv_nxt;
                     let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
                     if !recent {
