@@ -249,11 +249,22 @@ pub struct EcnConfig {
     pub pmax: f64,
     /// `dequeue` (reference RDMA simulators) or `enqueue` (DCTCP paper).
     pub at: String,
+    /// A step threshold per data queue 1.. (`kmin = kmax = K`, probability
+    /// `pmax` at K and 1 above), overriding `kmin` / `kmax` for that queue;
+    /// empty: every data queue uses `kmin` / `kmax`.
+    pub queue_k: Vec<Bytes>,
 }
 
 impl Default for EcnConfig {
     fn default() -> Self {
-        EcnConfig { enabled: true, kmin: Bytes(150 * 1024), kmax: Bytes(1500 * 1024), pmax: 1.0, at: "dequeue".into() }
+        EcnConfig {
+            enabled: true,
+            kmin: Bytes(150 * 1024),
+            kmax: Bytes(1500 * 1024),
+            pmax: 1.0,
+            at: "dequeue".into(),
+            queue_k: vec![],
+        }
     }
 }
 
@@ -429,9 +440,9 @@ impl Default for HostConfig {
             hopass_headroom: 0.95,
             hopass_weights: vec![],
             hopass_g: 1.0 / 16.0,
-            hopass_increase: 0.01,
+            hopass_increase: 0.005,
             hopass_pioneers: None,
-            hopass_window: 32,
+            hopass_window: 100,
             hopass_resend_timeout: 25.0,
         }
     }

@@ -190,10 +190,11 @@ pub struct HopassFlow {
     pub high_end: u64,
     /// Byte offsets of packets found lost that the next tokens name first.
     pub lost: std::collections::VecDeque<u64>,
-    /// The first missing byte as last seen when naming a packet, and since
-    /// when it has not moved (a lost retransmission is found by the time it
-    /// stays a hole below data that arrived).
-    pub stalled: (u64, Time),
+    /// The first missing byte as last seen when naming a packet, since when
+    /// it has not moved, and the highest data received then: a hole below
+    /// that mark that outlives a resend timeout had its retransmission lost
+    /// too, and is named again.
+    pub stalled: (u64, Time, u64),
 }
 
 /// TCP sender loss-recovery state (RFC 6582 NewReno, RFC 6298 estimator).

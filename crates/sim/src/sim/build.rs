@@ -66,6 +66,13 @@ impl Simulation {
             _ => unreachable!("checked by validate"),
         };
         let ecn_red = sw.ecn.enabled.then_some(Red { kmin: sw.ecn.kmin.0, kmax: sw.ecn.kmax.0, pmax: sw.ecn.pmax });
+        // A data queue's own step threshold, if the scenario gives one.
+        let queue_red = |q: usize| {
+            ecn_red.map(|r| match sw.ecn.queue_k.get(q - 1) {
+                Some(k) => Red { kmin: k.0, kmax: k.0, pmax: r.pmax },
+                None => r,
+            })
+        };
         let mut port_local = vec![0u16; topo.ports.len()];
         for n in &topo.nodes {
             for (i, &p) in n.ports.iter().enumerate() {
@@ -80,7 +87,7 @@ impl Simulation {
                 let nq = if is_host { 1 } else { switch_queues(sw) };
                 let qs = (0..nq)
                     .map(|q| Queue {
-                        red: if q > 0 { ecn_red } else { None },
+                        red: if q > 0 { queue_red(q) } else { None },
                         weight: if q > 0 { sw.weights.get(q - 1).copied().unwrap_or(1) } else { 1 },
                         ..Queue::default()
                     })
@@ -524,6 +531,13 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
     }
     if !(0.0..=1.0).contains(&ecn.pmax) {
         return e("switch.ecn.pmax", &ecn.pmax, "must be a probability in [0, 1]");
+    }
+    if !ecn.queue_k.is_empty() && ecn.queue_k.len() != switch_queues(sw) - 1 {
+        return e(
+            "switch.ecn.queue_k",
+            &format!("{} thresholds", ecn.queue_k.len()),
+            &format!("needs one threshold per data queue ({}), or none", switch_queues(sw) - 1),
+        );
     }
     if ecn.at != "enqueue" && ecn.at != "dequeue" {
         return e("switch.ecn.at", &format!("\"{}\"", ecn.at), "use \"enqueue\" or \"dequeue\"");

@@ -139,6 +139,10 @@ fn check_weights(weights: &[f64], classes: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Packets a receiver keeps on a flow's list of losses to ask for again
+/// (more are found by the next pass over the holes).
+const MAX_LOST: usize = 256;
+
 /// Whether the packet at byte offset `o` has not arrived yet.
 fn missing_at(r: &crate::flow::Receiver, o: u64) -> bool {
     o >= r.rcv_nxt && !r.ooo.iter().any(|&(a, b)| a <= o && o < b)
@@ -355,13 +359,28 @@ impl Simulation {
         let size = f.ctl.size;
         let p = f.ph.as_deref_mut().expect("a HOPASS flow has its token state");
         let hp = f.hp.as_deref_mut().expect("a HOPASS flow has its receiver state");
+        let class_rtt = rcv.classes[f.path.class as usize - 1].rtt as Time;
         if hp.stalled.0 != f.rcv.rcv_nxt {
-            hp.stalled = (f.rcv.rcv_nxt, now);
-        } else if !f.rcv.ooo.is_empty() && now >= hp.stalled.1 + resend && !hp.lost.contains(&f.rcv.rcv_nxt) {
-            // The first hole has outlived a resend timeout below data that
-            // arrived: its retransmission was lost too.
-            hp.lost.push_front(f.rcv.rcv_nxt);
-            hp.stalled.1 = now;
+            hp.stalled = (f.rcv.rcv_nxt, now, hp.high_end);
+        } else if !f.rcv.ooo.is_empty() && now >= hp.stalled.1 + resend.max(2 * class_rtt) {
+            // The holes below the mark have outlived a resend timeout (at
+            // least two token round trips) since they were asked for: their
+            // retransmissions were lost too.
+            hp.lost.clear();
+            let mark = hp.stalled.2;
+            let mut gap = f.rcv.rcv_nxt;
+            for &(a, b) in f.rcv.ooo.iter().chain(std::iter::once(&(mark, mark))) {
+                let mut o = gap;
+                while o < a.min(mark) && hp.lost.len() < MAX_LOST {
+                    hp.lost.push_back(o);
+                    o += payload;
+                }
+                gap = b;
+                if gap >= mark {
+                    break;
+                }
+            }
+            hp.stalled = (f.rcv.rcv_nxt, now, hp.high_end);
         }
         // A packet found lost is named first (one more token than planned);
         // otherwise the next one not yet named, as pHost's.
@@ -437,7 +456,7 @@ impl Simulation {
             // The packets named before this one and not arrived are lost (a
             // bounded list: the resend timeout catches what it misses).
             let mut o = hp.high_end;
-            while o < seq && hp.lost.len() < 256 {
+            while o < seq && hp.lost.len() < MAX_LOST {
                 hp.lost.push_back(o);
                 o += mtu;
             }
