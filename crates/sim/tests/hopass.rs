@@ -65,7 +65,7 @@ fn dumbbell(duration: &str, window_start: &str, small_load: f64, seed: u64) -> V
                    "buffer": "108KB", "dt_alpha": 1.0,
                    "ecn": {"enabled": true, "pmax": 1.0, "at": "enqueue",
                            "queue_k": ["4.5KB", "4.5KB", "7.5KB", "13.5KB", "25.5KB"]}},
-        "host": {"scheduler": "srpt", "burst": WIRE, "hopass_weights": [1, 1, 2, 4, 8]},
+        "host": {"burst": WIRE, "hopass_weights": [1, 1, 2, 4, 8]},
         "packets": {"payload": PAYLOAD, "header": HEADER},
         "cc": {"algorithm": "hopass"},
         "metrics": {"window": [window_start, duration]},
