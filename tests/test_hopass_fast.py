@@ -32,7 +32,9 @@ def test_weighted_dumbbell_shares_follow_the_class_weights() -> None:
     assert len(small) > 1000
 
 
-def bottleneck_class_rates(sim: _sim.Simulation, ports: np.ndarray, queues: np.ndarray) -> np.ndarray:
+def bottleneck_class_rates(
+    sim: _sim.Simulation, ports: np.ndarray, queues: np.ndarray
+) -> np.ndarray:
     """Bytes each class sent on the bottleneck since the last reset, as fractions of the four."""
     tx = sim.queue_stats(ports, queues)["tx_bytes"].astype(float)
     return 8 * tx / tx.sum()
@@ -53,7 +55,9 @@ def test_set_hopass_weights_changes_the_shares_mid_run() -> None:
     data, base_dir = load_scenario("hopass-weighted", shortened("60ms"))
     sim = _sim.Simulation(scenario_json(data), str(base_dir))
     qs = sim.switch_queues()
-    on_bottleneck = (np.array(qs["node"]) == "left") & (np.array(qs["peer"]) == "right") & (qs["queue"] <= 4)
+    on_bottleneck = (
+        (np.array(qs["node"]) == "left") & (np.array(qs["peer"]) == "right") & (qs["queue"] <= 4)
+    )
     ports, queues = qs["port"][on_bottleneck], qs["queue"][on_bottleneck]
     order = np.argsort(queues)
     ports, queues = ports[order], queues[order]
@@ -77,7 +81,9 @@ def test_set_hopass_weights_changes_the_shares_mid_run() -> None:
 
 
 def test_set_hopass_weights_rejects_a_wrong_list() -> None:
-    data, base_dir = load_scenario("hopass-weighted", ["duration=1ms", 'metrics.window=["0ms", "1ms"]'])
+    data, base_dir = load_scenario(
+        "hopass-weighted", ["duration=1ms", 'metrics.window=["0ms", "1ms"]']
+    )
     sim = _sim.Simulation(scenario_json(data), str(base_dir))
     with pytest.raises(ValueError, match="one weight per data class 1 to 5"):
         sim.set_hopass_weights([1.0, 2.0])
