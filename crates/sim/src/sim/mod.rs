@@ -14,6 +14,7 @@
 //! | `receiver.rs` | a host's arrivals; ACK, NACK, CNP and probe replies | |
 //! | `transport.rs` | loss recovery: go-back-N, TCP NewReno, the timeout sweep | `RtoSweep` |
 //! | `grants.rs` | receiver-driven transports: RTS, the grant scheduler, the credit gate | `RecvWake` |
+//! | `hopass.rs` | HOPASS's fast layer: pioneers, small/large WRR, per-class token rates | (`RecvWake`, via `grants.rs`) |
 //! | `cc_glue.rs` | running a CC callback and applying what it changed | `CcTimer` |
 //! | `bridge.rs` | agent decisions: batches, delayed actions, native policies | `ApplyAction` |
 //! | `app.rs` | the application: flow starts, messages, stops | `AppData` |
