@@ -172,6 +172,39 @@ fn the_weighted_back_off_splits_a_shared_queue_by_weight() {
 }
 
 #[test]
+fn a_receiver_shares_its_token_budget_by_class_weight() {
+    // Two endless large flows of classes 1 and 2 into one receiver: its
+    // downlink is the bottleneck and its tokens (95 % of it) never build a
+    // queue, so no mark comes; the budget is split by the class weights
+    // (and follows them when they change at run time).
+    let sc = json!({
+        "duration": "20ms",
+        "topology": {"kind": "star", "hosts": 3, "link_rate": "10Gbps", "link_delay": "1us"},
+        "switch": {"queues": 3, "scheduler": "wrr", "buffer": "1MB"},
+        "host": {"burst": WIRE, "hopass_weights": [1, 3]},
+        "packets": {"payload": PAYLOAD, "header": HEADER},
+        "cc": {"algorithm": "hopass"},
+        "metrics": {"window": ["1ms", "10ms"]},
+        "workload": [{"kind": "flows", "flows": [
+            {"src": 1, "dst": 0, "size": "1GB", "class": 1},
+            {"src": 2, "dst": 0, "size": "1GB", "class": 2},
+        ]}],
+    });
+    let mut sim = build(&sc);
+    sim.run_until(10 * ccgym_sim::units::MS);
+    let (a, b) = (window_rate(&sim, 0, 9e-3), window_rate(&sim, 1, 9e-3));
+    assert!((b / a - 3.0).abs() < 0.1, "weights 1:3 give 1:3: {a} {b}");
+    assert!(a + b > 0.9 * 9.5e9 * PAYLOAD as f64 / WIRE as f64, "the budget is used: {}", a + b);
+    sim.set_hopass_weights(&[2.0, 1.0]).unwrap();
+    let received = |sim: &Simulation, f: usize| sim.flows()[f].ph.as_ref().unwrap().received;
+    sim.run_until(11 * ccgym_sim::units::MS);
+    let (a0, b0) = (received(&sim, 0), received(&sim, 1));
+    sim.run_until(20 * ccgym_sim::units::MS);
+    let ratio = (received(&sim, 0) - a0) as f64 / (received(&sim, 1) - b0) as f64;
+    assert!((ratio - 2.0).abs() < 0.1, "weights 2:1 give 2:1: {ratio}");
+}
+
+#[test]
 fn the_weighted_dumbbell_shares_1_1_2_4() {
     // The paper's Must-show with fewer small flows (about 1,200 in 100 ms
     // rather than 5,000; the bundled scenario hopass-weighted has those).

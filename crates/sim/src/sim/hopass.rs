@@ -27,7 +27,12 @@
 //!   eligible flow gives its slot to the other, so a kind alone gets every
 //!   slot. A large flow is eligible only when its class's token rate allows
 //!   (a per-(receiver, class) pacer at R_k); small flows are paced by the
-//!   receiver's budget only.
+//!   receiver's budget only. Among the classes with an eligible large flow,
+//!   the large queue's token goes by start-time fair queueing weighted by
+//!   the class weights, then to the class's smallest score: when the
+//!   receiver's own downlink is the bottleneck (its tokens build no queue,
+//!   so no mark comes) the classes share its budget by weight, and the score
+//!   orders flows within a class.
 //! * **Rates.** R_k starts at the budget and follows [`ClassRate`]: per
 //!   receiver and class, once per token round trip (estimated from the data's
 //!   one-way delay plus half the base RTT, smoothed), F = marked / received
@@ -76,6 +81,14 @@ struct HopassReceiver {
     /// Position in the small/large WRR cycle: slots below
     /// `hopass_wrr_small` are the small queue's.
     slot: u32,
+    /// Start-time fair queueing of the large queue's tokens over the
+    /// classes: each class's virtual start tag, class `c` at `c - 1`.
+    tags: Vec<f64>,
+    /// The virtual time: the start tag of the last class served.
+    vtime: f64,
+    /// Scratch of one token decision: the best eligible large flow of each
+    /// class (score, start, flow), reused so that a token allocates nothing.
+    best: Vec<Option<(f64, Time, u32)>>,
 }
 
 /// Pioneer packets of a flow of `size` bytes whose path has a BDP of `bdp`
@@ -164,7 +177,14 @@ impl Simulation {
                     let budget = h.hopass_headroom * downlink;
                     let step = h.hopass_increase * downlink;
                     let law = RateLaw { g: h.hopass_g, increase: step, max_rate: budget, min_rate: step.min(budget) };
-                    HopassReceiver { classes: vec![ClassRate::new(budget); classes], law, slot: 0 }
+                    HopassReceiver {
+                        classes: vec![ClassRate::new(budget); classes],
+                        law,
+                        slot: 0,
+                        tags: vec![0.0; classes],
+                        vtime: 0.0,
+                        best: vec![None; classes],
+                    }
                 })
                 .collect();
         }
@@ -282,11 +302,12 @@ impl Simulation {
         let (small_max, theta) = (hc.hopass_small_threshold.0, hc.hopass_theta.0);
         let (w_small, w_large) = (hc.hopass_wrr_small, hc.hopass_wrr_large);
         let budget_gap = (t_pkt as f64 / hc.hopass_headroom) as Time;
-        let rcv = &mut self.hopass.receivers[h as usize];
+        let HopassState { weights, receivers, .. } = &mut self.hopass;
+        let rcv = &mut receivers[h as usize];
         let flows = &mut self.flows;
         let g = &mut self.hosts[h as usize].grants;
         let mut small: Option<(u64, Time, u32)> = None;
-        let mut large: Option<(f64, Time, u32)> = None;
+        let best = &mut rcv.best;
         let mut wake = Time::MAX;
         g.waiting.retain(|&fid| {
             let f = &mut flows[fid as usize];
@@ -321,7 +342,8 @@ impl Simulation {
                 }
                 return true;
             }
-            let class = &rcv.classes[f.path.class as usize - 1];
+            let c = f.path.class as usize - 1;
+            let class = &rcv.classes[c];
             if class.next_token > now {
                 wake = wake.min(class.next_token);
                 return true;
@@ -329,12 +351,25 @@ impl Simulation {
             let arrived = f.hp.as_deref().and_then(|x| x.arrived).unwrap_or(now);
             let score = large_flow_score(f.stats.ideal_fct, now - arrived, theta);
             let better =
-                large.is_none_or(|(s, start, id)| score < s || (score == s && (f.path.start, fid) < (start, id)));
+                best[c].is_none_or(|(s, start, id)| score < s || (score == s && (f.path.start, fid) < (start, id)));
             if better {
-                large = Some((score, f.path.start, fid));
+                best[c] = Some((score, f.path.start, fid));
             }
             true
         });
+        // The large queue's token goes to the class with the smallest
+        // virtual start tag (start-time fair queueing weighted by the class
+        // weights: when the receiver's budget binds, the classes share it by
+        // weight), and within the class to the smallest score.
+        let mut large: Option<(f64, usize, u32)> = None;
+        for (c, b) in rcv.best.iter_mut().enumerate() {
+            if let Some((_, _, fid)) = b.take() {
+                let start = rcv.tags[c].max(rcv.vtime);
+                if large.is_none_or(|(s, _, _)| start < s) {
+                    large = Some((start, c, fid));
+                }
+            }
+        }
         let small_turn = rcv.slot < w_small;
         let (fid, is_large) = match (small, large) {
             (Some(s), Some(l)) => {
@@ -355,6 +390,10 @@ impl Simulation {
             }
         };
         rcv.slot = (rcv.slot + 1) % (w_small + w_large);
+        if let (true, Some((start, c, _))) = (is_large, large) {
+            rcv.tags[c] = start + 1.0 / weights[c];
+            rcv.vtime = start;
+        }
         let f = &mut self.flows[fid as usize];
         let size = f.ctl.size;
         let p = f.ph.as_deref_mut().expect("a HOPASS flow has its token state");
