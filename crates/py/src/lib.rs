@@ -337,6 +337,30 @@ impl Simulation {
         let sim = self.sim.as_mut().ok_or_else(|| InternalError::new_err("the simulation failed earlier"))?;
         guarded("set_weights", || sim.set_weights_many(&pairs, &w))?.map_err(PyValueError::new_err)
     }
+
+    /// Sets the HOPASS class weights of every receiver: one weight (> 0) per
+    /// data class 1..queues-1, normalised so that the smallest is 1 for the
+    /// token back-off R <- R (1 - alpha / (2 w)). Effective from each
+    /// class's next back-off; the switches' WRR weights and ECN thresholds
+    /// are set separately (`set_weights`, `set_ecn`). ValueError if the list
+    /// is wrong; nothing changes then.
+    fn set_hopass_weights(&mut self, weights: Vec<f64>) -> PyResult<()> {
+        let sim = self.sim.as_mut().ok_or_else(|| InternalError::new_err("the simulation failed earlier"))?;
+        guarded("set_hopass_weights", || sim.set_hopass_weights(&weights))?.map_err(PyValueError::new_err)
+    }
+
+    /// The HOPASS class weights in force, class `c` at index `c - 1`.
+    fn hopass_weights(&self) -> PyResult<Vec<f64>> {
+        Ok(self.core()?.hopass_weights().to_vec())
+    }
+
+    /// The HOPASS token rate (bit/s) of each class at each host's receiver:
+    /// a list per host, class `c` at index `c - 1`; empty if no flow uses
+    /// the HOPASS transport.
+    fn hopass_rates(&self) -> PyResult<Vec<Vec<f64>>> {
+        let sim = self.core()?;
+        Ok((0..sim.hosts().len() as u32).map_while(|h| sim.hopass_class_rates(h)).collect())
+    }
 }
 
 /// Pairs up port and queue ids given from Python, rejecting negative or

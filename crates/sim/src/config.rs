@@ -249,11 +249,22 @@ pub struct EcnConfig {
     pub pmax: f64,
     /// `dequeue` (reference RDMA simulators) or `enqueue` (DCTCP paper).
     pub at: String,
+    /// A step threshold per data queue 1.. (`kmin = kmax = K`, probability
+    /// `pmax` at K and 1 above), overriding `kmin` / `kmax` for that queue;
+    /// empty: every data queue uses `kmin` / `kmax`.
+    pub queue_k: Vec<Bytes>,
 }
 
 impl Default for EcnConfig {
     fn default() -> Self {
-        EcnConfig { enabled: true, kmin: Bytes(150 * 1024), kmax: Bytes(1500 * 1024), pmax: 1.0, at: "dequeue".into() }
+        EcnConfig {
+            enabled: true,
+            kmin: Bytes(150 * 1024),
+            kmax: Bytes(1500 * 1024),
+            pmax: 1.0,
+            at: "dequeue".into(),
+            queue_k: vec![],
+        }
     }
 }
 
@@ -388,6 +399,38 @@ pub struct HostConfig {
     /// `rtt_bytes` are left to grant, a grant may use the more urgent
     /// unscheduled level of the message's remaining bytes.
     pub homa_boost_tail: bool,
+    /// HOPASS: flows of at most this many bytes are small (served smallest
+    /// remaining first); larger ones are large (ordered by OPT / (wait +
+    /// theta) and paced by their class's token rate).
+    pub hopass_small_threshold: Bytes,
+    /// HOPASS: theta of the large-flow score OPT / (t_wait + theta).
+    pub hopass_theta: Duration,
+    /// HOPASS: tokens in a row to small flows in the receiver's WRR between
+    /// its small and large queues.
+    pub hopass_wrr_small: u32,
+    /// HOPASS: tokens in a row to large flows in that WRR.
+    pub hopass_wrr_large: u32,
+    /// HOPASS: the receiver's token budget as a fraction of its downlink
+    /// (headroom), and each class's largest token rate.
+    pub hopass_headroom: f64,
+    /// HOPASS: class weights, one per data class 1..queues-1 (default all
+    /// 1); normalised so that the smallest is 1 for the back-off.
+    pub hopass_weights: Vec<f64>,
+    /// HOPASS: EWMA gain of the marked fraction alpha.
+    pub hopass_g: f64,
+    /// HOPASS: additive increase of a class's token rate per window without
+    /// marks, as a fraction of the downlink (the same for every class).
+    pub hopass_increase: f64,
+    /// HOPASS: pioneer packets a flow sends at its start without tokens;
+    /// `None`: one BDP of its path (rounded up to whole packets).
+    pub hopass_pioneers: Option<u32>,
+    /// HOPASS: tokens a flow may have outstanding (issued, not seen in its
+    /// data) before the receiver skips it.
+    pub hopass_window: u32,
+    /// HOPASS: packet times (at the downlink) the receiver waits after a
+    /// flow's last token, or after a skipped flow's last token, before it
+    /// asks again for what is missing.
+    pub hopass_resend_timeout: f64,
 }
 
 impl Default for HostConfig {
@@ -419,6 +462,17 @@ impl Default for HostConfig {
             homa_unsched_cutoffs: None,
             homa_resend_timeout: None,
             homa_boost_tail: true,
+            hopass_small_threshold: Bytes(100_000),
+            hopass_theta: Duration(100 * crate::units::US),
+            hopass_wrr_small: 2,
+            hopass_wrr_large: 1,
+            hopass_headroom: 0.95,
+            hopass_weights: vec![],
+            hopass_g: 1.0 / 16.0,
+            hopass_increase: 0.005,
+            hopass_pioneers: None,
+            hopass_window: 100,
+            hopass_resend_timeout: 25.0,
         }
     }
 }

@@ -51,6 +51,9 @@ pub struct Flow {
     pub ph: Option<Box<PHostFlow>>,
     /// Homa's message state (`Some` on Homa flows only).
     pub homa: Option<Box<crate::homa::HomaFlow>>,
+    /// HOPASS's receiver state (`Some` on HOPASS flows only; their tokens
+    /// are in `ph`, the same machinery as pHost's).
+    pub hp: Option<Box<HopassFlow>>,
 }
 
 /// What is fixed when a flow is created.
@@ -173,6 +176,29 @@ pub struct PHostFlow {
     pub token_cursor: u64,
 }
 
+/// HOPASS's per-flow receiver state beyond the tokens (which a HOPASS flow
+/// keeps in [`Flow::ph`], as pHost does). Boxed in [`Flow::hp`], present on
+/// HOPASS flows only.
+#[derive(Clone, Debug, Default)]
+pub struct HopassFlow {
+    /// When the receiver first heard of the flow (its RTS): the start of
+    /// its wait in the large-flow score.
+    pub arrived: Option<Time>,
+    /// Pioneer packets the sender sent without tokens.
+    pub pioneers: u64,
+    /// The end of the highest data received: packets are named and sent in
+    /// increasing order on one FIFO path, so a packet arriving beyond it
+    /// reveals that the packets between were lost.
+    pub high_end: u64,
+    /// Byte offsets of packets found lost that the next tokens name first.
+    pub lost: std::collections::VecDeque<u64>,
+    /// The first missing byte as last seen when naming a packet, since when
+    /// it has not moved, and the highest data received then: a hole below
+    /// that mark that outlives a resend timeout had its retransmission lost
+    /// too, and is named again.
+    pub stalled: (u64, Time, u64),
+}
+
 /// TCP sender loss-recovery state (RFC 6582 NewReno, RFC 6298 estimator).
 #[derive(Clone, Debug, Default)]
 pub struct TcpRecovery {
@@ -240,7 +266,7 @@ impl Flow {
             && self.snd.finished.is_none()
             && (self.snd.retx.is_some()
                 || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding))
-                || matches!(self.path.transport, Transport::PHost | Transport::Homa))
+                || matches!(self.path.transport, Transport::PHost | Transport::Homa | Transport::Hopass))
             && self.transport_allows()
     }
 
@@ -254,7 +280,7 @@ impl Flow {
             Transport::GoBackN | Transport::Tcp => true,
             Transport::Credit => self.ctl.snd_nxt < self.snd.granted,
             Transport::PFabric => !self.snd.probing,
-            Transport::PHost => self.ph.as_ref().is_some_and(|p| !p.tokens.is_empty()),
+            Transport::PHost | Transport::Hopass => self.ph.as_ref().is_some_and(|p| !p.tokens.is_empty()),
             // Granted new data, or a range a RESEND asked for.
             Transport::Homa => {
                 self.ctl.snd_nxt < self.snd.granted || self.homa.as_ref().is_some_and(|h| !h.resend.is_empty())
@@ -288,7 +314,7 @@ impl Flow {
     /// message's the bytes it has not yet sent.
     #[inline]
     pub fn remaining(&self) -> u64 {
-        if matches!(self.path.transport, Transport::PHost | Transport::Homa) {
+        if matches!(self.path.transport, Transport::PHost | Transport::Homa | Transport::Hopass) {
             self.snd.peer_remaining
         } else if self.ctl.size == u64::MAX {
             u64::MAX

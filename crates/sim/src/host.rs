@@ -168,4 +168,8 @@ pub enum GrantPolicy {
     /// bytes left, keeping `RTTbytes` outstanding for each, and RESENDs
     /// for messages gone silent.
     Homa,
+    /// HOPASS's fast layer: WRR between the small flows (smallest remaining
+    /// first) and the large flows (smallest OPT / (wait + theta) among those
+    /// whose class's token rate allows a token), `sim/hopass.rs`.
+    Hopass,
 }

@@ -16,6 +16,7 @@ mod dcqcn;
 mod dctcp;
 mod fixed_rate;
 mod homa;
+mod hopass;
 mod hpcc;
 mod line_rate;
 mod newreno;
@@ -30,6 +31,7 @@ pub use dcqcn::Dcqcn;
 pub use dctcp::Dctcp;
 pub use fixed_rate::FixedRate;
 pub use homa::Homa;
+pub use hopass::{large_flow_score, normalised_weights, ClassRate, Hopass, RateLaw};
 pub use hpcc::Hpcc;
 pub use line_rate::LineRate;
 pub use newreno::NewReno;
@@ -210,6 +212,14 @@ pub enum Transport {
     /// sender serving shorter messages answers BUSY. The receiver
     /// acknowledges once, when all data has arrived.
     Homa,
+    /// HOPASS's fast layer: the sender announces its flow with a
+    /// request-to-send and sends one BDP of pioneer packets at once; the
+    /// receiver paces tokens per traffic class (a rate per class with an
+    /// ECN-weighted back-off), small flows smallest remaining first and
+    /// large flows by OPT / (wait + theta), alternating between the two by
+    /// WRR; each token names a packet still missing. The receiver
+    /// acknowledges once, when all data has arrived (`sim/hopass.rs`).
+    Hopass,
 }
 
 /// An acknowledgement as the sender sees it.
@@ -325,6 +335,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         PFabric::info(),
         PHost::info(),
         Homa::info(),
+        Hopass::info(),
         LineRate::info(),
         FixedRate::info(),
         CcInfo {
@@ -364,6 +375,8 @@ pub enum Cc {
     PHost(PHost),
     /// Homa's end hosts (unscheduled first RTT, then grants; no CC).
     Homa(Homa),
+    /// HOPASS's fast-layer end hosts (tokens per class from the receiver, no CC).
+    Hopass(Hopass),
 }
 
 /// Reads parameters of one algorithm from a [`CcConfig`], rejecting unknown names.
@@ -490,6 +503,7 @@ impl Cc {
             "pfabric" => build!(PFabric, PFabric),
             "phost" => build!(PHost, PHost),
             "homa" => build!(Homa, Homa),
+            "hopass" => build!(Hopass, Hopass),
             "agent" => {
                 let Some(spec) = build.agent else {
                     return Err(ConfigError::new(
@@ -534,6 +548,7 @@ impl Cc {
             Cc::PFabric(_) => "pfabric",
             Cc::PHost(_) => "phost",
             Cc::Homa(_) => "homa",
+            Cc::Hopass(_) => "hopass",
         }
     }
 }
@@ -554,6 +569,7 @@ macro_rules! dispatch {
             Cc::PFabric($cc) => $call,
             Cc::PHost($cc) => $call,
             Cc::Homa($cc) => $call,
+            Cc::Hopass($cc) => $call,
         }
     };
 }

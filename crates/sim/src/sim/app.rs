@@ -52,6 +52,10 @@ impl Simulation {
                         // The unscheduled bytes are granted before the first data.
                         self.homa_start(fid);
                     }
+                    if self.flows[fid as usize].path.transport == Transport::Hopass {
+                        // Pioneers and the RTS before the first data.
+                        self.hopass_start(fid);
+                    }
                     self.cc_event(fid, |cc, ctx| cc.on_start(ctx));
                     if credit {
                         self.send_rts(fid);
@@ -75,7 +79,7 @@ impl Simulation {
                         if let Some(ph) = f.ph.as_deref_mut() {
                             ph.tokens.retain(|t| t.1 < end);
                         }
-                        if matches!(f.path.transport, Transport::Credit | Transport::PHost) {
+                        if matches!(f.path.transport, Transport::Credit | Transport::PHost | Transport::Hopass) {
                             // The receiver stops granting beyond the new end.
                             self.send_rts(fid);
                         }

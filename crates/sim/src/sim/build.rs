@@ -66,6 +66,13 @@ impl Simulation {
             _ => unreachable!("checked by validate"),
         };
         let ecn_red = sw.ecn.enabled.then_some(Red { kmin: sw.ecn.kmin.0, kmax: sw.ecn.kmax.0, pmax: sw.ecn.pmax });
+        // A data queue's own step threshold, if the scenario gives one.
+        let queue_red = |q: usize| {
+            ecn_red.map(|r| match sw.ecn.queue_k.get(q - 1) {
+                Some(k) => Red { kmin: k.0, kmax: k.0, pmax: r.pmax },
+                None => r,
+            })
+        };
         let mut port_local = vec![0u16; topo.ports.len()];
         for n in &topo.nodes {
             for (i, &p) in n.ports.iter().enumerate() {
@@ -80,7 +87,7 @@ impl Simulation {
                 let nq = if is_host { 1 } else { switch_queues(sw) };
                 let qs = (0..nq)
                     .map(|q| Queue {
-                        red: if q > 0 { ecn_red } else { None },
+                        red: if q > 0 { queue_red(q) } else { None },
                         weight: if q > 0 { sw.weights.get(q - 1).copied().unwrap_or(1) } else { 1 },
                         ..Queue::default()
                     })
@@ -161,6 +168,7 @@ impl Simulation {
             sample_interval: sc.metrics.sample_interval.0,
             ecn_red,
             bridge: None,
+            hopass: Default::default(),
             topo,
             ports,
             hosts,
@@ -193,6 +201,7 @@ impl Simulation {
         sim.schedule_initial();
         sim.reserve_series()?;
         sim.build_queue_agents()?;
+        sim.build_hopass();
         Ok(sim)
     }
 
@@ -269,6 +278,7 @@ impl Simulation {
                 "pfabric" => Transport::PFabric,
                 "phost" => Transport::PHost,
                 "homa" => Transport::Homa,
+                "hopass" => Transport::Hopass,
                 _ => cc.transport(),
             };
             if transport == Transport::Homa && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
@@ -287,12 +297,23 @@ impl Simulation {
                     "pHost needs finite flows without messages (a size, no stream)",
                 ));
             }
+            if transport == Transport::Hopass && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
+                // Tokens name packets of a known size, as pHost's.
+                return Err(ConfigError::new(
+                    "host.loss_recovery",
+                    "\"hopass\"",
+                    "HOPASS needs finite flows without messages (a size, no stream)",
+                ));
+            }
             let rto = match transport {
                 // Until RTT samples exist, never time out before a round trip is possible.
                 Transport::Tcp => self.scenario.host.rto.0.max(2 * base_rtt),
-                Transport::GoBackN | Transport::Credit | Transport::PFabric | Transport::PHost | Transport::Homa => {
-                    self.scenario.host.rto.0
-                }
+                Transport::GoBackN
+                | Transport::Credit
+                | Transport::PFabric
+                | Transport::PHost
+                | Transport::Homa
+                | Transport::Hopass => self.scenario.host.rto.0,
             };
             self.flows.push(Flow {
                 snd: Sender {
@@ -349,8 +370,9 @@ impl Simulation {
                 tcp: TcpRecovery::default(),
                 rcv: Receiver::default(),
                 cc,
-                ph: (transport == Transport::PHost).then(Box::default),
+                ph: matches!(transport, Transport::PHost | Transport::Hopass).then(Box::default),
                 homa: None,
+                hp: (transport == Transport::Hopass).then(Box::default),
             });
             let id = id as u32;
             self.app.push((s.start, id, AppAction::Start));
@@ -525,6 +547,13 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
     if !(0.0..=1.0).contains(&ecn.pmax) {
         return e("switch.ecn.pmax", &ecn.pmax, "must be a probability in [0, 1]");
     }
+    if !ecn.queue_k.is_empty() && ecn.queue_k.len() != switch_queues(sw) - 1 {
+        return e(
+            "switch.ecn.queue_k",
+            &format!("{} thresholds", ecn.queue_k.len()),
+            &format!("needs one threshold per data queue ({}), or none", switch_queues(sw) - 1),
+        );
+    }
     if ecn.at != "enqueue" && ecn.at != "dequeue" {
         return e("switch.ecn.at", &format!("\"{}\"", ecn.at), "use \"enqueue\" or \"dequeue\"");
     }
@@ -539,11 +568,12 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
-    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost", "homa"].contains(&h.loss_recovery.as_str()) {
+    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost", "homa", "hopass"].contains(&h.loss_recovery.as_str())
+    {
         return e(
             "host.loss_recovery",
             &format!("\"{}\"", h.loss_recovery),
-            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\", \"phost\" or \"homa\"",
+            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\", \"phost\", \"homa\" or \"hopass\"",
         );
     }
     if h.ack_every == 0 {
@@ -615,6 +645,7 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
     }
     validate_phost(h)?;
     super::homa::validate_homa(h)?;
+    super::hopass::validate(sc)?;
     if h.pfabric_probe_after == 0 {
         return Err(ConfigError::new("host.pfabric_probe_after", 0, "must be at least 1 timeout"));
     }

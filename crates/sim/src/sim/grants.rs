@@ -99,6 +99,10 @@ impl Simulation {
             self.phost_on_rts(h, fid, announced);
             return;
         }
+        if self.flows[fid as usize].path.transport == Transport::Hopass {
+            self.hopass_on_rts(h, fid, announced);
+            return;
+        }
         let f = &mut self.flows[fid as usize];
         f.rcv.requested = announced;
         if f.rcv.granted < f.rcv.requested && !f.rcv.in_grant_queue {
@@ -123,6 +127,7 @@ impl Simulation {
             GrantPolicy::RoundRobin => self.grant_next(h),
             GrantPolicy::PHost => self.phost_token_next(h),
             GrantPolicy::Homa => self.homa_schedule(h),
+            GrantPolicy::Hopass => self.hopass_token_next(h),
         }
     }
 
@@ -168,7 +173,7 @@ impl Simulation {
 
     /// Makes sure host `h`'s grant scheduler wakes up at `t` (keeps an
     /// earlier wake-up).
-    fn arm_grants(&mut self, h: u32, t: Time) {
+    pub(super) fn arm_grants(&mut self, h: u32, t: Time) {
         let g = &mut self.hosts[h as usize].grants;
         if t < g.wake_at {
             g.wake_at = t;
@@ -190,6 +195,10 @@ impl Simulation {
         }
         if self.flows[fid as usize].path.transport == Transport::Homa {
             self.homa_on_grant(pid);
+            return;
+        }
+        if self.flows[fid as usize].path.transport == Transport::Hopass {
+            self.hopass_on_token(pid);
             return;
         }
         self.pool.free(pid);
@@ -222,7 +231,7 @@ pub(super) fn phost_data_prio(h: &crate::config::HostConfig, size: u64, payload:
 impl Simulation {
     /// A full packet's time at the rate of host `h`'s downlink (the
     /// receiver's pHost time unit).
-    fn downlink_t_pkt(&self, h: u32) -> Time {
+    pub(super) fn downlink_t_pkt(&self, h: u32) -> Time {
         let full = (self.scenario.packets.payload + self.scenario.packets.header) as u64;
         let nic = self.hosts[h as usize].port as usize;
         ser_time(full, self.ports[self.ports[nic].peer as usize].rate_bps)
@@ -434,7 +443,7 @@ impl Simulation {
     }
 
     /// The ACK that ends pHost flow `fid`: everything has arrived.
-    fn phost_final_ack(&mut self, h: u32, fid: u32, ts: Time) {
+    pub(super) fn phost_final_ack(&mut self, h: u32, fid: u32, ts: Time) {
         let f = &self.flows[fid as usize];
         let (src, rcv_nxt) = (f.path.src, f.rcv.rcv_nxt);
         let size = self.scenario.packets.ack;
@@ -447,7 +456,7 @@ impl Simulation {
 /// The byte offset of the next packet not yet received at or after
 /// `cursor`, wrapping to the first hole past the end (the flow is incomplete,
 /// so `rcv_nxt` is a hole).
-fn next_missing(r: &crate::flow::Receiver, cursor: u64, size: u64) -> u64 {
+pub(super) fn next_missing(r: &crate::flow::Receiver, cursor: u64, size: u64) -> u64 {
     let mut c = cursor.max(r.rcv_nxt);
     for &(a, b) in &r.ooo {
         if b <= c {

@@ -15,6 +15,7 @@
 //! | `transport.rs` | loss recovery: go-back-N, TCP NewReno, the timeout sweep | `RtoSweep` |
 //! | `grants.rs` | receiver-driven transports: RTS, the grant scheduler, the credit gate | `RecvWake` |
 //! | `homa.rs` | Homa: unscheduled bytes, grants to the best `k` messages, RESEND and BUSY | `RecvWake` (Homa hosts) |
+//! | `hopass.rs` | HOPASS's fast layer: pioneers, small/large WRR, per-class token rates | (`RecvWake`, via `grants.rs`) |
 //! | `cc_glue.rs` | running a CC callback and applying what it changed | `CcTimer` |
 //! | `bridge.rs` | agent decisions: batches, delayed actions, native policies | `ApplyAction` |
 //! | `app.rs` | the application: flow starts, messages, stops | `AppData` |
@@ -45,6 +46,7 @@ mod cc_glue;
 mod control;
 mod grants;
 mod homa;
+mod hopass;
 mod link;
 mod metrics;
 mod nic;
@@ -120,6 +122,9 @@ pub struct Simulation {
     ecn_red: Option<Red>,
     /// The agent bridge, when the scenario has an `[agent]` table.
     bridge: Option<Bridge>,
+    /// HOPASS's receivers: class weights and per-(host, class) token rates
+    /// (the rates only when a flow uses the HOPASS transport).
+    hopass: hopass::HopassState,
     /// What the scenario was estimated to cost before it was built.
     estimate: crate::limits::Estimate,
     /// Homa's parameters and scheduler buffers (`Some` with Homa flows only).

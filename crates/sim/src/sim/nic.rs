@@ -221,6 +221,12 @@ impl Simulation {
                 let prio = super::grants::phost_data_prio(&self.scenario.host, f.ctl.size, pk.payload as u64);
                 (offset, f.ctl.size, prio, number)
             }
+            Transport::Hopass => {
+                // A token (or a pioneer's free token) names the packet; the
+                // switches queue it by its class, whatever its priority.
+                let (_, offset, number) = ph!(f).tokens.pop_front().expect("a HOPASS flow sends only on a token");
+                (offset, f.ctl.size, 0, number)
+            }
             // Never beyond the grant (a message may have raised the
             // application limit past the last granted packet), and at the
             // priority the receiver granted.
@@ -273,7 +279,7 @@ impl Simulation {
         }
         if seq == f.ctl.snd_nxt {
             f.ctl.snd_nxt += payload as u64;
-        } else if f.path.transport == Transport::PHost {
+        } else if matches!(f.path.transport, Transport::PHost | Transport::Hopass) {
             f.ctl.snd_nxt = f.ctl.snd_nxt.max(seq + payload as u64);
         }
         f.snd.max_sent = f.snd.max_sent.max(f.ctl.snd_nxt);

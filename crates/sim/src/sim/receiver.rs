@@ -39,15 +39,11 @@ impl Simulation {
                 let size = self.pool.get(pid).size as u64;
                 self.cons.delivered_bytes += size;
                 let fid = self.pool.get(pid).flow;
-                let transport = self.flows[fid as usize].path.transport;
-                if matches!(transport, Transport::PHost | Transport::Homa) {
-                    if transport == Transport::PHost {
-                        self.phost_receive_data(h, pid);
-                    } else {
-                        self.homa_receive_data(h, pid);
-                    }
-                } else {
-                    self.receive_data(h, pid);
+                match self.flows[fid as usize].path.transport {
+                    Transport::PHost => self.phost_receive_data(h, pid),
+                    Transport::Homa => self.homa_receive_data(h, pid),
+                    Transport::Hopass => self.hopass_receive_data(h, pid),
+                    _ => self.receive_data(h, pid),
                 }
             }
             PacketKind::Probe => self.answer_probe(h, pid),
@@ -115,7 +111,7 @@ impl Simulation {
                     insert_range(&mut f.rcv.ooo, seq, seq + payload);
                     send_ack = true;
                 }
-                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa => {
+                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa | Transport::Hopass => {
                     let expected = f.rcv.rcv_nxt;
                     let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
                     if !recent {

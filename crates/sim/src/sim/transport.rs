@@ -83,7 +83,9 @@ impl Simulation {
                 f.snd.probing = false;
                 (false, false)
             }
-            Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa => (false, false),
+            Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa | Transport::Hopass => {
+                (false, false)
+            }
         };
         if f.snd.finished.is_none() {
             let old_rate = f.ctl.rate;
@@ -172,14 +174,16 @@ impl Simulation {
             // lost too; a pHost flow may wait for tokens with nothing in flight.
             if !f.snd.started
                 || f.snd.finished.is_some()
-                || (f.inflight() == 0 && !f.snd.probing && f.path.transport != Transport::PHost)
+                || (f.inflight() == 0
+                    && !f.snd.probing
+                    && !matches!(f.path.transport, Transport::PHost | Transport::Hopass))
                 || now < f.snd.last_progress + f.snd.rto
             {
                 continue;
             }
             f.stats.timeouts += 1;
             f.snd.last_progress = now;
-            if f.path.transport == Transport::PHost {
+            if matches!(f.path.transport, Transport::PHost | Transport::Hopass) {
                 // Nothing heard for a timeout: the RTS, the tokens or the
                 // final ACK may be lost; asking again recovers each.
                 self.send_rts(fid);
@@ -210,7 +214,7 @@ impl Simulation {
                     }
                 }
                 // The fixed timeout stays; a credit flow resends below its grant.
-                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa => {}
+                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa | Transport::Hopass => {}
             }
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);
