@@ -188,7 +188,8 @@ def test_slow_layer_reaches_the_exact_optimum_in_every_table3_case(
 def test_the_slow_layer_writes_weights_and_ecn_thresholds_into_every_switch() -> None:
     scenario, overrides = CASES["case 2"]
     short = ["duration=40ms", "workload[0].flows[6].start=30ms", "workload[0].flows[7].start=30ms"]
-    data, _ = load_scenario(scenario, [*overrides, *short])
+    # over DCTCP, where the switches' WRR alone sets the rates, so they equal the weights' shares
+    data, _ = load_scenario(scenario, [*overrides, *short, "hopass.transport=dctcp"])
     cfg = load_experiment(data).config
     seen = []
 
@@ -243,14 +244,15 @@ def test_experiment_errors_name_the_key() -> None:
             load_experiment(data)
 
 
-def test_the_fast_layer_transport_is_refused_without_the_fast_layer() -> None:
-    from ccgym.runner import native
-
-    if hasattr(native().Simulation, "set_hopass_weights"):
-        pytest.skip("this build has the HOPASS fast layer")
-    data, _ = load_scenario(CASES["case 1"][0], ["hopass.transport=hopass", "duration=10ms"])
-    with pytest.raises(ValueError, match="fast layer"):
-        run_experiment(data, "hopass")
+def test_the_slow_layer_over_a_classic_cc_reaches_the_optimum() -> None:
+    """The bundled cases run over the fast layer (``transport = "hopass"``, the test above);
+    over DCTCP the switches' WRR alone carries the shares, and the search gets there too."""
+    scenario, overrides = CASES["case 4"]
+    short = ["duration=100ms", "workload[0].flows[6].start=90ms", "workload[0].flows[7].start=90ms"]
+    data, _ = load_scenario(scenario, [*overrides, *short, "hopass.transport=dctcp"])
+    before = run_experiment(data, "hopass").regimes[0]
+    assert before["error_pct"] < 1.0 and before["link_util_pct"] > 99.0
+    assert before["convergence_s"] is not None and before["convergence_s"] < 0.08
 
 
 def test_the_fast_layer_gets_the_class_weights_every_slot(monkeypatch: pytest.MonkeyPatch) -> None:
