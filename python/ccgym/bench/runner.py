@@ -426,6 +426,10 @@ def run_job(
         metrics.update(slowdown.scores(s))
         window = s.get("window_s") or [0.0, float("inf")]
         profile = slowdown.size_profile(result.series["flow_info"], (window[0], window[1]))
+    if scores == "weighted-shares":
+        from ccgym.bench import weighted
+
+        metrics.update(weighted.scores(data, s, result.series["flow_info"]))
     out = {"metrics": metrics, "summary": s, "wall_s": time.perf_counter() - t0}
     if profile is not None:
         out["size_profile"] = profile  # the slowdown-against-size plots (bench.plots)

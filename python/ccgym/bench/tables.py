@@ -20,6 +20,7 @@ from typing import Any
 from ccgym._errors import ScenarioError
 from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
 from ccgym.bench.slowdown import BUCKET_TITLES, SLOWDOWN_METRICS
+from ccgym.bench.weighted import SHARES, WEIGHTED_METRICS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -160,6 +161,28 @@ SLOWDOWN = TableSpec(
 bucket, large-flow goodput (mean per completed flow, and aggregate in the window), drops."""
 
 TABLES[SLOWDOWN.name] = SLOWDOWN
+
+WEIGHTED_SHARES = TableSpec(
+    name="weighted-shares",
+    columns=(
+        *((f"s{i + 1}", f"share {i + 1}", ".3f") for i in range(4)),
+        ("share_err", "share err %", ".1f"),
+        ("weighted_gbps", "weighted Gb/s", ".2f"),
+        ("small_mean", "small mean", ".2f"),
+        ("small_p99", "small p99", ".2f"),
+        ("drops", "drops", ".0f"),
+    ),
+    metrics=WEIGHTED_METRICS,
+    published_fields=(),
+    published_title="paper",
+    published_source="none embedded: the HOPASS paper shows its weighted dumbbell as plots",
+    extra=(*(f"s{i + 1}" for i in range(4, SHARES)), "small_done"),
+)
+"""Weighted flows' shares against their class weights (:mod:`ccgym.bench.weighted`): the
+shares scaled to the weights' sum, the largest error against the targets, the background
+flows' slowdown, drops."""
+
+TABLES[WEIGHTED_SHARES.name] = WEIGHTED_SHARES
 
 COLUMNS = STANDARD.columns
 """(metric key, column title, format) of the standard table's metric columns."""
