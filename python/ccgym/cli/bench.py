@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from ccgym.cli.common import path_arg, positive_int, stdout
+
+
+def _bundled_suites() -> list[str]:
+    """The bundled suites' names, read from the package without importing the bench runner."""
+    suites = Path(__file__).parent.parent / "bench" / "suites"
+    return sorted(p.stem for p in suites.glob("*.toml"))
 
 
 def register(sub: Any, debug: argparse.ArgumentParser) -> None:
@@ -21,8 +28,7 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         required=True,
         type=path_arg,
         metavar="NAME|FILE",
-        help="bundled suite (quick, adpg-many-to-one, adpg-all-to-all, adpg-long-short) "
-        "or a suite TOML file",
+        help=f"bundled suite ({', '.join(_bundled_suites())}) or a suite TOML file",
     )
     p.add_argument(
         "--jobs", type=positive_int, metavar="N", help="parallel runs (default: CPU count)"
