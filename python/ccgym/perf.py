@@ -84,6 +84,15 @@ def _peak_rss_mb() -> float:
     return rss / 1e6 if sys.platform == "darwin" else rss * 1024 / 1e6
 
 
+def _speed(events: int, hops: int, cpu_s: float) -> dict[str, float | None]:
+    """Events and packet-hops per CPU second, and CPU nanoseconds per packet-hop."""
+    return {
+        "events_per_s": events / cpu_s if cpu_s > 0 else None,
+        "hops_per_s": hops / cpu_s if cpu_s > 0 else None,
+        "ns_per_hop": cpu_s * 1e9 / hops if hops else None,
+    }
+
+
 def measure(
     flows: int, duration: str | float = DEFAULT_DURATION, cc: str = "line_rate"
 ) -> dict[str, Any]:
@@ -116,9 +125,7 @@ def measure(
         "packet_hops": hops,
         "cpu_s": cpu_s,
         "wall_s": wall_s,
-        "events_per_s": events / cpu_s if cpu_s > 0 else None,
-        "hops_per_s": hops / cpu_s if cpu_s > 0 else None,
-        "ns_per_hop": cpu_s * 1e9 / hops if hops else None,
+        **_speed(events, hops, cpu_s),
         "setup_s": float(sim.setup_seconds),
         "finish_s": finish_s,
         "peak_rss_mb": _peak_rss_mb(),
@@ -423,9 +430,7 @@ def measure_fabric(method: str, duration: str | float = DEFAULT_DURATION) -> dic
         "packet_hops": hops,
         "cpu_s": cpu_s,
         "wall_s": wall_s,
-        "events_per_s": events / cpu_s if cpu_s > 0 else None,
-        "hops_per_s": hops / cpu_s if cpu_s > 0 else None,
-        "ns_per_hop": cpu_s * 1e9 / hops if hops else None,
+        **_speed(events, hops, cpu_s),
         "sim_per_cpu_s": sim_s / cpu_s if cpu_s > 0 else None,
         "cpu_s_per_100ms": cpu_s * 0.1 / sim_s if sim_s > 0 else None,
         "setup_s": float(sim.setup_seconds),
