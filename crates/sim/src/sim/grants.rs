@@ -271,6 +271,7 @@ impl Simulation {
         }
         let free = phost_free_packets(&self.scenario.host, f.ctl.size, payload);
         let pkts = f.ctl.size.div_ceil(payload);
+        let base_rtt = f.ctl.base_rtt;
         ph!(f).tokens_sent = free;
         ph!(f).token_goal = pkts;
         ph!(f).last_token_at = now;
@@ -283,9 +284,17 @@ impl Simulation {
         let g = &mut self.hosts[h as usize].grants;
         g.policy = GrantPolicy::PHost;
         g.waiting.push_back(fid);
-        if free > 0 {
-            // Leave the downlink to the free packets (holds overlap).
-            g.next_token = g.next_token.max(now + free * t_pkt);
+        // The free packets meet at the downlink the data of the tokens
+        // issued within the last base RTT; tokens issued from now on bring
+        // data a base RTT from now. So the hold covers the free packets'
+        // time minus the part of the last base RTT in which no token went
+        // out: a receiver idle for a base RTT does not hold (holds of flows
+        // arriving together overlap rather than add: with small buffers
+        // many of those packets are dropped).
+        let idle = now.saturating_sub(g.next_token.saturating_sub(t_pkt));
+        let hold = (free * t_pkt).saturating_sub(idle.min(base_rtt));
+        if hold > 0 {
+            g.next_token = g.next_token.max(now + hold);
         }
         let t = g.next_token.max(now);
         self.arm_grants(h, t);
@@ -334,8 +343,11 @@ impl Simulation {
                     wake = wake.min(relax_at);
                     return true;
                 }
-                // Downgrade over: forget the outstanding tokens.
-                ph!(f).token_seen = ph!(f).tokens_sent;
+                // Downgrade over: one more token probes the sender (YAPS's
+                // relax: the outstanding count drops to the window, not to
+                // zero, so a sender still busy elsewhere wastes one token per
+                // timeout rather than a window of them).
+                ph!(f).token_seen = ph!(f).tokens_sent - window;
             }
             let key = (missing, f.path.start, fid);
             if best.is_none_or(|b| key < b) {
@@ -386,7 +398,11 @@ impl Simulation {
         if f.snd.finished.is_some() {
             return;
         }
-        ph!(f).tokens.push_back((now + ttl, offset, number as u8));
+        // Expiry order: a token that arrives while free tokens (which live
+        // longer) are still held is spent before them.
+        let tokens = &mut ph!(f).tokens;
+        let at = tokens.partition_point(|t| t.0 <= now + ttl);
+        tokens.insert(at, (now + ttl, offset, number as u8));
         f.snd.peer_remaining = missing;
         f.snd.last_progress = now;
         self.schedule_flow(fid);
@@ -424,12 +440,21 @@ impl Simulation {
         // The latest token issued whose number has these low bits: tokens
         // are spent within their lifetime, far fewer than 256 tokens later.
         let back = (ph!(f).tokens_sent as u8).wrapping_sub(token) as u64;
-        ph!(f).token_seen = ph!(f).token_seen.max(ph!(f).tokens_sent.saturating_sub(back));
+        let seen = ph!(f).tokens_sent.saturating_sub(back);
+        let window_moved = seen > ph!(f).token_seen;
+        ph!(f).token_seen = ph!(f).token_seen.max(seen);
         if new {
             ph!(f).received += payload;
             if r.rcv_nxt >= f.ctl.size {
                 self.phost_final_ack(h, fid, ts);
+                return;
             }
+        }
+        if window_moved && f.rcv.in_grant_queue {
+            // The flow may be back inside its token window: a scheduler
+            // asleep until a downgrade ends wakes at its next token slot.
+            let t = self.hosts[h as usize].grants.next_token.max(self.now);
+            self.arm_grants(h, t);
         }
     }
 
