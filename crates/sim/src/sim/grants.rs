@@ -44,19 +44,27 @@
 //!   named, wrapping to the first hole: tokens re-request lost packets;
 //! * a flow is not eligible while more than `phost_window` of its tokens are
 //!   outstanding (issued and not seen in data), unless its last token is
-//!   `phost_window_timeout` packet times old (the outstanding count is then
-//!   forgotten: the downgrade ends); nor, once it has had one token per
+//!   `phost_window_timeout` packet times old (the outstanding count then
+//!   drops to the window: one probe token, as YAPS relaxes the gap); nor,
+//!   once it has had one token per
 //!   packet, for `phost_resend_timeout` packet times, after which it gets
 //!   tokens for what is still missing; a flow whose RTS shows that all its
 //!   packets were free waits `2 x free` packet times;
 //! * the RTS of a flow with free tokens makes the receiver hold its tokens
-//!   for as many packet times from now (the downlink carries those packets;
-//!   holds of flows arriving together overlap rather than add, since with
+//!   for as many packet times from now, less the part of the last base RTT
+//!   (the flow's) in which it sent no token: the free packets meet at the
+//!   downlink the data of tokens sent within the last RTT, while tokens sent
+//!   now bring data an RTT later, so an idle receiver does not hold at all
+//!   (holds of flows arriving together overlap rather than add, since with
 //!   small buffers many of those packets are dropped);
 //! * with no flow eligible, the scheduler sleeps until the earliest time one
-//!   becomes eligible;
-//! * the sender keeps its tokens in expiry order, discards expired ones and
-//!   spends the oldest; the NIC serves flows holding tokens in its order
+//!   becomes eligible: the end of a pause or a downgrade, or the arrival of
+//!   data that brings a flow back inside its window (a path whose RTT
+//!   exceeds `phost_window` packet times would otherwise stall for the
+//!   downgrade at every window);
+//! * the sender keeps its tokens in expiry order (a token that arrives while
+//!   longer-lived free tokens are held goes before them, as YAPS's heap by
+//!   timeout does), discards expired ones and spends the first; the NIC serves flows holding tokens in its order
 //!   (`host.scheduler = "srpt"` keys them by the receiver's remaining bytes);
 //! * the receiver keeps out-of-order data and sends one ACK, when all data
 //!   has arrived; a sender that hears nothing for its timeout (`host.rto`)
