@@ -238,3 +238,40 @@ fn a_stopped_flow_completes_with_what_it_sent() {
     );
     assert!(conserved(&sim));
 }
+
+/// Completion time of flow `i` over its ideal (alone in the network).
+fn slowdown(sim: &Simulation, i: usize) -> f64 {
+    let f = &sim.flows()[i];
+    (f.snd.finished.expect("the flow completes") - f.path.start) as f64 / f.stats.ideal_fct as f64
+}
+
+#[test]
+fn a_flow_whose_rtt_exceeds_the_token_window_is_not_stalled() {
+    // Links of 2.5 us: a base RTT of about 12.5 us, 10 packet times, more
+    // than the 8 tokens a flow may have outstanding. The receiver skips the
+    // flow while its window is full and must take it up again as soon as
+    // its data shows up (which reopens the window), not sleep until the
+    // downgrade ends 25 packet times after the last token.
+    let mut sim = build(&phost_with_delay(2, json!([{"src": 1, "dst": 0, "size": "300KB"}]), "2.5us"));
+    sim.run_until(u64::MAX);
+    let f = &sim.flows()[0];
+    assert!(f.ctl.base_rtt > 9 * ccgym_sim::units::ser_time(WIRE, 10_000_000_000), "the pipe exceeds the window");
+    let sd = slowdown(&sim, 0);
+    // About 9 tokens per 10 packet times of pipe (1.16); the old sleep: 3.4.
+    assert!(sd < 1.2, "a lone flow runs near line rate: slowdown {sd:.3}");
+    assert_eq!(f.stats.expired_tokens, 0);
+    assert!(conserved(&sim));
+}
+
+#[test]
+fn tokened_data_follows_the_free_packets_without_a_gap() {
+    // A 50 KB flow to an idle receiver: its 8 free packets are about one
+    // BDP, so tokens sent as soon as its RTS arrives bring data just as the
+    // free packets end. Holding the tokens for the free packets' time (as
+    // if the downlink were busy) left it idle for an RTT (slowdown 1.17).
+    let mut sim = build(&phost_with_delay(3, json!([{"src": 1, "dst": 0, "size": "50KB", "start": "100us"}]), "2us"));
+    sim.run_until(u64::MAX);
+    let sd = slowdown(&sim, 0);
+    assert!(sd < 1.05, "slowdown {sd:.3}");
+    assert!(conserved(&sim));
+}

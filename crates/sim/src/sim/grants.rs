@@ -44,19 +44,27 @@
 //!   named, wrapping to the first hole: tokens re-request lost packets;
 //! * a flow is not eligible while more than `phost_window` of its tokens are
 //!   outstanding (issued and not seen in data), unless its last token is
-//!   `phost_window_timeout` packet times old (the outstanding count is then
-//!   forgotten: the downgrade ends); nor, once it has had one token per
+//!   `phost_window_timeout` packet times old (the outstanding count then
+//!   drops to the window: one probe token, as YAPS relaxes the gap); nor,
+//!   once it has had one token per
 //!   packet, for `phost_resend_timeout` packet times, after which it gets
 //!   tokens for what is still missing; a flow whose RTS shows that all its
 //!   packets were free waits `2 x free` packet times;
 //! * the RTS of a flow with free tokens makes the receiver hold its tokens
-//!   for as many packet times from now (the downlink carries those packets;
-//!   holds of flows arriving together overlap rather than add, since with
+//!   for as many packet times from now, less the part of the last base RTT
+//!   (the flow's) in which it sent no token: the free packets meet at the
+//!   downlink the data of tokens sent within the last RTT, while tokens sent
+//!   now bring data an RTT later, so an idle receiver does not hold at all
+//!   (holds of flows arriving together overlap rather than add, since with
 //!   small buffers many of those packets are dropped);
 //! * with no flow eligible, the scheduler sleeps until the earliest time one
-//!   becomes eligible;
-//! * the sender keeps its tokens in expiry order, discards expired ones and
-//!   spends the oldest; the NIC serves flows holding tokens in its order
+//!   becomes eligible: the end of a pause or a downgrade, or the arrival of
+//!   data that brings a flow back inside its window (a path whose RTT
+//!   exceeds `phost_window` packet times would otherwise stall for the
+//!   downgrade at every window);
+//! * the sender keeps its tokens in expiry order (a token that arrives while
+//!   longer-lived free tokens are held goes before them, as YAPS's heap by
+//!   timeout does), discards expired ones and spends the first; the NIC serves flows holding tokens in its order
 //!   (`host.scheduler = "srpt"` keys them by the receiver's remaining bytes);
 //! * the receiver keeps out-of-order data and sends one ACK, when all data
 //!   has arrived; a sender that hears nothing for its timeout (`host.rto`)
@@ -280,6 +288,7 @@ impl Simulation {
         }
         let free = phost_free_packets(&self.scenario.host, f.ctl.size, payload);
         let pkts = f.ctl.size.div_ceil(payload);
+        let base_rtt = f.ctl.base_rtt;
         ph!(f).tokens_sent = free;
         ph!(f).token_goal = pkts;
         ph!(f).last_token_at = now;
@@ -292,9 +301,17 @@ impl Simulation {
         let g = &mut self.hosts[h as usize].grants;
         g.policy = GrantPolicy::PHost;
         g.waiting.push_back(fid);
-        if free > 0 {
-            // Leave the downlink to the free packets (holds overlap).
-            g.next_token = g.next_token.max(now + free * t_pkt);
+        // The free packets meet at the downlink the data of the tokens
+        // issued within the last base RTT; tokens issued from now on bring
+        // data a base RTT from now. So the hold covers the free packets'
+        // time minus the part of the last base RTT in which no token went
+        // out: a receiver idle for a base RTT does not hold (holds of flows
+        // arriving together overlap rather than add: with small buffers
+        // many of those packets are dropped).
+        let idle = now.saturating_sub(g.next_token.saturating_sub(t_pkt));
+        let hold = (free * t_pkt).saturating_sub(idle.min(base_rtt));
+        if hold > 0 {
+            g.next_token = g.next_token.max(now + hold);
         }
         let t = g.next_token.max(now);
         self.arm_grants(h, t);
@@ -343,8 +360,11 @@ impl Simulation {
                     wake = wake.min(relax_at);
                     return true;
                 }
-                // Downgrade over: forget the outstanding tokens.
-                ph!(f).token_seen = ph!(f).tokens_sent;
+                // Downgrade over: one more token probes the sender (YAPS's
+                // relax: the outstanding count drops to the window, not to
+                // zero, so a sender still busy elsewhere wastes one token per
+                // timeout rather than a window of them).
+                ph!(f).token_seen = ph!(f).tokens_sent - window;
             }
             let key = (missing, f.path.start, fid);
             if best.is_none_or(|b| key < b) {
@@ -395,7 +415,11 @@ impl Simulation {
         if f.snd.finished.is_some() {
             return;
         }
-        ph!(f).tokens.push_back((now + ttl, offset, number as u8));
+        // Expiry order: a token that arrives while free tokens (which live
+        // longer) are still held is spent before them.
+        let tokens = &mut ph!(f).tokens;
+        let at = tokens.partition_point(|t| t.0 <= now + ttl);
+        tokens.insert(at, (now + ttl, offset, number as u8));
         f.snd.peer_remaining = missing;
         f.snd.last_progress = now;
         self.schedule_flow(fid);
@@ -433,12 +457,21 @@ impl Simulation {
         // The latest token issued whose number has these low bits: tokens
         // are spent within their lifetime, far fewer than 256 tokens later.
         let back = (ph!(f).tokens_sent as u8).wrapping_sub(token) as u64;
-        ph!(f).token_seen = ph!(f).token_seen.max(ph!(f).tokens_sent.saturating_sub(back));
+        let seen = ph!(f).tokens_sent.saturating_sub(back);
+        let window_moved = seen > ph!(f).token_seen;
+        ph!(f).token_seen = ph!(f).token_seen.max(seen);
         if new {
             ph!(f).received += payload;
             if r.rcv_nxt >= f.ctl.size {
                 self.phost_final_ack(h, fid, ts);
+                return;
             }
+        }
+        if window_moved && f.rcv.in_grant_queue {
+            // The flow may be back inside its token window: a scheduler
+            // asleep until a downgrade ends wakes at its next token slot.
+            let t = self.hosts[h as usize].grants.next_token.max(self.now);
+            self.arm_grants(h, t);
         }
     }
 
