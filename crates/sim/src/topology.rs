@@ -54,15 +54,35 @@ pub struct Topology {
     pub n_hosts: u32,
     /// Number of switches.
     pub n_switches: u32,
-    route_start: Vec<u32>,
-    route_len: Vec<u16>,
+    /// Per (switch, route target): where its next-hop ports are in
+    /// `route_ports`. Start and length side by side, so a lookup reads one
+    /// entry (they were two arrays, two cache misses on a large fabric).
+    route_rows: Vec<RouteRow>,
     route_ports: Vec<u32>,
-    /// Per host: index of its attachment switch among the route targets.
-    host_target: Vec<u32>,
-    /// Per host: the attachment switch's port toward the host.
-    host_down_port: Vec<u32>,
+    /// Per host: what a switch needs to route toward it, in one entry.
+    host_routes: Vec<HostRoute>,
     n_targets: u32,
     host_names: HashMap<String, u32>,
+}
+
+/// The next-hop ports of one (switch, route target): `route_ports[start..start + len]`.
+#[derive(Clone, Copy, Debug, Default)]
+struct RouteRow {
+    start: u32,
+    len: u32,
+}
+
+/// Routing facts of one host, read together at every switch hop toward it.
+#[derive(Clone, Copy, Debug)]
+struct HostRoute {
+    /// Index of its attachment switch among the route targets (`u32::MAX`
+    /// when its link goes straight to a host).
+    target: u32,
+    /// The attachment switch's port toward the host.
+    down_port: u32,
+    /// Switch index of the attachment switch: that switch forwards straight
+    /// down `down_port` (kept here so a hop needs no read of the port table).
+    attach: u32,
 }
 
 struct Builder {
@@ -283,17 +303,15 @@ impl Topology {
     /// Equal-cost next-hop ports of switch `s` toward host `dst` (empty if unreachable).
     #[inline]
     pub fn next_hops(&self, s: u32, dst: u32) -> &[u32] {
-        let t = self.host_target[dst as usize];
-        if t == u32::MAX {
+        let hr = &self.host_routes[dst as usize];
+        if hr.target == u32::MAX {
             return &[];
         }
-        let down = &self.host_down_port[dst as usize];
-        if self.ports[*down as usize].node == self.n_hosts + s {
-            return std::slice::from_ref(down);
+        if hr.attach == s {
+            return std::slice::from_ref(&hr.down_port);
         }
-        let i = s as usize * self.n_targets as usize + t as usize;
-        let start = self.route_start[i] as usize;
-        &self.route_ports[start..start + self.route_len[i] as usize]
+        let row = self.route_rows[s as usize * self.n_targets as usize + hr.target as usize];
+        &self.route_ports[row.start as usize..(row.start + row.len) as usize]
     }
 
     /// Whether `dst` can be reached from host `src`.
@@ -336,23 +354,20 @@ impl Topology {
         // Attachment switch of each host (u32::MAX when its link goes straight to a host).
         let mut targets: Vec<u32> = Vec::new();
         let mut target_of_node: HashMap<u32, u32> = HashMap::new();
-        self.host_target = Vec::with_capacity(self.n_hosts as usize);
-        self.host_down_port = Vec::with_capacity(self.n_hosts as usize);
+        self.host_routes = Vec::with_capacity(self.n_hosts as usize);
         for h in 0..self.n_hosts {
             let up = self.host_port(h);
             let sw = self.ports[up as usize].peer;
             let sw_node = self.ports[sw as usize].node;
-            if matches!(self.nodes[sw_node as usize].kind, NodeKind::Switch(_)) {
+            if let NodeKind::Switch(attach) = self.nodes[sw_node as usize].kind {
                 let next = targets.len() as u32;
                 let t = *target_of_node.entry(sw_node).or_insert(next);
                 if t == next {
                     targets.push(sw_node);
                 }
-                self.host_target.push(t);
-                self.host_down_port.push(sw);
+                self.host_routes.push(HostRoute { target: t, down_port: sw, attach });
             } else {
-                self.host_target.push(u32::MAX);
-                self.host_down_port.push(u32::MAX);
+                self.host_routes.push(HostRoute { target: u32::MAX, down_port: u32::MAX, attach: u32::MAX });
             }
         }
         let nt = targets.len();
@@ -391,11 +406,9 @@ impl Topology {
                 }
             }
         }
-        self.route_start = Vec::with_capacity(lists.len());
-        self.route_len = Vec::with_capacity(lists.len());
+        self.route_rows = Vec::with_capacity(lists.len());
         for l in lists {
-            self.route_start.push(self.route_ports.len() as u32);
-            self.route_len.push(l.len() as u16);
+            self.route_rows.push(RouteRow { start: self.route_ports.len() as u32, len: l.len() as u32 });
             self.route_ports.extend(l);
         }
     }

@@ -63,19 +63,23 @@ impl Red {
 
 /// One FIFO queue of a port.
 #[derive(Clone, Debug, Default)]
+// Two cache lines per queue, both read by every enqueue and dequeue: the
+// counters (exactly one line), then the FIFO, its length and the ECN ramp up
+// to `kmax` (`pmax`, read only on the ramp, starts the third line).
+#[repr(C, align(64))]
 pub struct Queue {
+    /// Interval counters (run-time control and switch agents).
+    pub ctr: QueueCounters,
     /// Packets waiting, oldest first.
     pub pkts: VecDeque<PktId>,
     /// Bytes waiting.
     pub bytes: u64,
     /// ECN marking, if enabled on this queue.
     pub red: Option<Red>,
-    /// Scheduling weight (WRR packets per round, DRR quanta).
-    pub weight: u32,
     /// DRR deficit / WRR credit left in the current round.
     pub credit: u64,
-    /// Interval counters (run-time control and switch agents).
-    pub ctr: QueueCounters,
+    /// Scheduling weight (WRR packets per round, DRR quanta).
+    pub weight: u32,
 }
 
 /// Counters of one queue, read over intervals by independent readers
@@ -94,19 +98,21 @@ pub struct Queue {
 /// length since any reader last closed an interval, and a reader closing its
 /// interval first folds it into every other reader's own maximum.
 #[derive(Clone, Debug, Default)]
+// Exactly one cache line, the integral first (see `Queue`).
+#[repr(C)]
 pub struct QueueCounters {
+    /// Byte-picoseconds queued by the packets that left, since the start.
+    pub area: u128,
     /// Bytes transmitted since the start.
     pub tx_bytes: u64,
+    /// Largest queue length in bytes since a reader last closed an interval.
+    pub max_bytes: u64,
     /// Bytes transmitted that carried a CE mark, since the start.
     pub ecn_bytes: u64,
     /// Packets dropped (admission drops and rank-queue evictions), since the start.
     pub drops: u64,
     /// Bytes dropped, since the start.
     pub drop_bytes: u64,
-    /// Largest queue length in bytes since a reader last closed an interval.
-    pub max_bytes: u64,
-    /// Byte-picoseconds queued by the packets that left, since the start.
-    pub area: u128,
     /// Where each reader's interval began (boxed: the datapath never reads it).
     pub marks: Box<[CounterMark; READERS]>,
 }
@@ -182,7 +188,25 @@ pub enum SchedKind {
 
 /// Per-port counters.
 #[derive(Clone, Debug, Default)]
+// The fields every enqueue updates first (see `Port`).
+#[repr(C)]
 pub struct PortStats {
+    /// Largest queue length seen (bytes, all queues), over the whole run.
+    pub max_queue: u64,
+    /// Largest queue length seen inside the window.
+    pub win_max_queue: u64,
+    /// Packets ECN-marked (all time).
+    pub ecn_marks: u64,
+    /// Packets ECN-marked inside the window.
+    pub win_ecn_marks: u64,
+    /// Queue length spanned by the ECN profile bins, fixed when the profile
+    /// starts so that a Kmax changed mid-run does not re-label earlier bins.
+    pub ecn_span: u64,
+    /// ECN profile inside the window: per queue-length bin (see [`ECN_BINS`]),
+    /// data packets that met the marker and packets it marked.
+    pub ecn_profile: Vec<[u64; 2]>,
+    /// Queue latency of data packets dequeued in the window (histogram).
+    pub latency: crate::metrics::LogHist,
     /// Packets dropped at admission (all time).
     pub drops: u64,
     /// Bytes dropped (all time).
@@ -191,22 +215,12 @@ pub struct PortStats {
     pub win_drops: u64,
     /// Bytes dropped inside the collection window.
     pub win_drop_bytes: u64,
-    /// Packets ECN-marked (all time).
-    pub ecn_marks: u64,
-    /// Packets ECN-marked inside the window.
-    pub win_ecn_marks: u64,
     /// PFC pause frames sent by this port upstream (all time).
     pub pfc_pauses_sent: u64,
     /// PFC pause frames sent inside the window.
     pub win_pfc_pauses_sent: u64,
     /// Time inside the window during which the peer paused at least one class of this port.
     pub win_paused_time: Time,
-    /// Largest queue length seen (bytes, all queues), over the whole run.
-    pub max_queue: u64,
-    /// Largest queue length seen inside the window.
-    pub win_max_queue: u64,
-    /// Queue latency of data packets dequeued in the window (histogram).
-    pub latency: crate::metrics::LogHist,
     /// Transmitted bytes at window start / end (for utilisation).
     pub tx_at_window: [u64; 2],
     /// Bytes of the packet in serialisation at window start / end that were
@@ -214,9 +228,6 @@ pub struct PortStats {
     /// packet when it starts, so these make utilisation count bits sent
     /// inside the window only.
     pub unsent_at_window: [f64; 2],
-    /// ECN profile inside the window: per queue-length bin (see [`ECN_BINS`]),
-    /// data packets that met the marker and packets it marked.
-    pub ecn_profile: Vec<[u64; 2]>,
     /// Packets the link model lost on this port's wire (random loss or
     /// policer; all time).
     pub link_drops: u64,
@@ -226,9 +237,6 @@ pub struct PortStats {
     pub win_link_drops: u64,
     /// Bytes of those packets.
     pub win_link_drop_bytes: u64,
-    /// Queue length spanned by the ECN profile bins, fixed when the profile
-    /// starts so that a Kmax changed mid-run does not re-label earlier bins.
-    pub ecn_span: u64,
     /// Of the drops, packets a rank queue evicted after admitting them (all
     /// time); the rest of `drops` were refused on arrival.
     pub evictions: u64,
@@ -242,59 +250,69 @@ pub struct PortStats {
 pub const ECN_BINS: usize = 20;
 
 /// The transmitting end of one link direction.
+///
+/// The fields are laid out by hand (`repr(C)`, cache-line aligned), hot
+/// ones first: line 0 holds what enqueue, dequeue and the arrival at the
+/// peer read (busy time, queued bytes, the queues, the discipline, owner and
+/// flags), line 1 the wire and PFC FIFOs, line 2 what `transmit` reads
+/// (rate, propagation, link model) and the scheduler's cursor, line 3 the
+/// counters every enqueue updates ([`PortStats`] starts with them). With
+/// the compiler's layout a switch hop touched six or seven lines of a
+/// 472-byte port; on the 144-host fabric the ports do not stay in L1.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Port {
-    /// Node owning the port.
-    pub node: u32,
-    /// The port at the other end of the link.
-    pub peer: u32,
-    /// Rate in bit/s.
-    pub rate_bps: u64,
+    /// Transmitter is serializing until this time.
+    pub busy_until: Time,
+    /// Bytes queued over all queues.
+    pub queued: u64,
+    /// Queues; 0 is the strict-priority control queue.
+    pub queues: Vec<Queue>,
+    /// Queue discipline of a switch port (hosts: FIFO).
+    pub discipline: Discipline,
+    /// Index of the owner among the hosts (if `is_host`) or the switches.
+    /// Kept here so that a hop needs no lookup in the topology's node table.
+    pub owner: u32,
+    /// A `TxDone` event is pending.
+    pub tx_pending: bool,
+    /// Owned by a host NIC (data comes from the NIC's flow scheduler).
+    pub is_host: bool,
+    /// Whether ECN is evaluated at dequeue (true) or enqueue.
+    pub ecn_at_dequeue: bool,
+    /// Classes paused by the peer's PFC (bit per class).
+    pub paused: u8,
+    /// Packets on the wire: (arrival time at the peer, packet).
+    pub wire: VecDeque<(Time, PktId)>,
+    /// PFC frames to send before anything else.
+    pub pfc_out: VecDeque<PktId>,
+    /// Bytes transmitted so far.
+    pub tx_bytes: u64,
     /// Serialization time per byte when it is a whole number of picoseconds
     /// (0 otherwise), which spares a 128-bit division per packet.
     pub ps_per_byte: u64,
     /// Propagation delay.
     pub delay: Time,
-    /// Owned by a host NIC (data comes from the NIC's flow scheduler).
-    pub is_host: bool,
-    /// Index of the owner among the hosts (if `is_host`) or the switches.
-    /// Kept here so that a hop needs no lookup in the topology's node table.
-    pub owner: u32,
-    /// Queues; 0 is the strict-priority control queue.
-    pub queues: Vec<Queue>,
-    /// Bytes queued over all queues.
-    pub queued: u64,
-    /// Scheduler among data queues.
-    pub sched: SchedKind,
-    /// Queue the scheduler serves now (round-robin family).
-    pub sched_cur: usize,
-    /// The current queue has just been reached (WRR/DRR refill its credit).
-    pub sched_fresh: bool,
-    /// Bytes of credit one unit of DRR weight adds per round.
-    pub quantum: u64,
-    /// Whether ECN is evaluated at dequeue (true) or enqueue.
-    pub ecn_at_dequeue: bool,
-    /// Transmitter is serializing until this time.
-    pub busy_until: Time,
-    /// A `TxDone` event is pending.
-    pub tx_pending: bool,
-    /// Classes paused by the peer's PFC (bit per class).
-    pub paused: u8,
-    /// Since when at least one class has been paused (valid while `paused != 0`).
-    pub paused_since: Time,
-    /// PFC frames to send before anything else.
-    pub pfc_out: VecDeque<PktId>,
-    /// Packets on the wire: (arrival time at the peer, packet).
-    pub wire: VecDeque<(Time, PktId)>,
-    /// Bytes transmitted so far.
-    pub tx_bytes: u64,
-    /// Counters.
-    pub stats: PortStats,
     /// What makes this link direction differ from a fixed-rate lossless wire
     /// (`[[link]]` tables, `set_link_rate`); `None` on most ports.
     pub model: Option<Box<LinkModel>>,
-    /// Queue discipline of a switch port (hosts: FIFO).
-    pub discipline: Discipline,
+    /// Rate in bit/s.
+    pub rate_bps: u64,
+    /// The port at the other end of the link.
+    pub peer: u32,
+    /// Node owning the port.
+    pub node: u32,
+    /// Queue the scheduler serves now (round-robin family).
+    pub sched_cur: usize,
+    /// Scheduler among data queues.
+    pub sched: SchedKind,
+    /// The current queue has just been reached (WRR/DRR refill its credit).
+    pub sched_fresh: bool,
+    /// Counters.
+    pub stats: PortStats,
+    /// Bytes of credit one unit of DRR weight adds per round.
+    pub quantum: u64,
+    /// Since when at least one class has been paused (valid while `paused != 0`).
+    pub paused_since: Time,
 }
 
 impl Port {
@@ -422,6 +440,19 @@ impl Port {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn hot_fields_share_cache_lines() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(size_of::<QueueCounters>(), 64);
+        assert_eq!(align_of::<Queue>(), 64);
+        assert_eq!(offset_of!(Queue, red), 104, "the ECN ramp starts on the FIFO's line");
+        assert_eq!(align_of::<Port>(), 64);
+        assert!(offset_of!(Port, paused) < 64 && offset_of!(Port, owner) < 64);
+        assert!(offset_of!(Port, pfc_out) + 32 <= 128);
+        assert!(offset_of!(Port, sched_fresh) < 192);
+        assert!(offset_of!(Port, stats) + offset_of!(PortStats, win_max_queue) + 8 <= 256);
+    }
 
     #[test]
     fn red_ramp() {

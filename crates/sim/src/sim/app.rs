@@ -34,6 +34,7 @@ impl Simulation {
             match action {
                 AppAction::Start => {
                     f.snd.started = true;
+                    self.sweep.started(fid);
                     f.mi.start = self.now;
                     f.ctl.app_limit = if f.ctl.size == UNLIMITED {
                         UNLIMITED

@@ -193,6 +193,7 @@ impl Simulation {
             scenario: sc,
             estimate,
             homa: None,
+            sweep: Default::default(),
         };
         sim.build_link_models(base_dir)?;
         sim.bridge = build_bridge(&sim.scenario, base_dir)?;

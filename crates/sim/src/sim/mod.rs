@@ -129,6 +129,8 @@ pub struct Simulation {
     estimate: crate::limits::Estimate,
     /// Homa's parameters and scheduler buffers (`Some` with Homa flows only).
     homa: Option<Box<homa::HomaState>>,
+    /// The flows the timeout sweep visits (`transport.rs`).
+    sweep: transport::SweepSet,
 }
 
 impl Simulation {

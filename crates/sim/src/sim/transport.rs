@@ -44,7 +44,11 @@
 //! shortest timeout and checks every flow. A per-flow timer would need a heap
 //! push per ACK (or thousands of stale entries) and one pending event per flow;
 //! the sweep costs a few nanoseconds per flow per period, and a timeout fires
-//! between 1 and 1.25 timeouts after the last progress.
+//! between 1 and 1.25 timeouts after the last progress. The sweep visits only
+//! the flows that have started and not finished ([`SweepSet`]), in flow-id
+//! order as a scan of all flows would: a Poisson workload creates every flow
+//! of the run at set-up, and scanning thousands of idle 900-byte flows every
+//! period cost the 144-host fabric about 3 cache misses to memory per packet-hop.
 
 use super::Simulation;
 use crate::cc::{AckEvent, CcCtx, CongestionControl, Transport};
@@ -52,6 +56,30 @@ use crate::engine::Event;
 use crate::flow::Flow;
 use crate::packet::PktId;
 use crate::units::{Time, SEC, US};
+
+/// The flows the timeout sweep visits: every flow that has started and had
+/// not finished when the sweep last looked, by flow id. A flow joins when it
+/// starts (`app.rs`) and leaves at the first sweep after it finished, so the
+/// sweep's cost follows the flows in progress, not all the flows of the run.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SweepSet {
+    /// Flow ids, ascending unless `unsorted`.
+    flows: Vec<u32>,
+    /// A flow started out of id order since the last sweep.
+    unsorted: bool,
+    /// The sweep period, computed at the first sweep (it depends on the flows'
+    /// transports only, which do not change).
+    period: Time,
+}
+
+impl SweepSet {
+    /// Flow `fid` started.
+    #[inline]
+    pub(crate) fn started(&mut self, fid: u32) {
+        self.unsorted |= self.flows.last().is_some_and(|&l| l > fid);
+        self.flows.push(fid);
+    }
+}
 
 impl Simulation {
     /// An ACK reached the sender of its flow.
@@ -168,7 +196,14 @@ impl Simulation {
     pub(super) fn rto_sweep(&mut self) {
         let now = self.now;
         let probe_after = self.scenario.host.pfabric_probe_after;
-        for fid in 0..self.flows.len() as u32 {
+        // Same order and same checks as a scan of every flow: flows that have
+        // not started or have finished are skipped below in either case.
+        let mut visit = std::mem::take(&mut self.sweep.flows);
+        if std::mem::take(&mut self.sweep.unsorted) {
+            visit.sort_unstable();
+        }
+        visit.retain(|&fid| self.flows[fid as usize].snd.finished.is_none());
+        for &fid in &visit {
             let f = &mut self.flows[fid as usize];
             // A probing flow has nothing in flight but its probe, which may be
             // lost too; a pHost flow may wait for tokens with nothing in flight.
@@ -219,8 +254,16 @@ impl Simulation {
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);
         }
-        let period = self.rto_sweep_period();
-        self.events.push(now + period, Event::RtoSweep { host: 0 });
+        // Flows cannot start during the sweep (only `AppData` starts them),
+        // but keep any that did, after the visited ones.
+        let started = std::mem::replace(&mut self.sweep.flows, visit);
+        for fid in started {
+            self.sweep.started(fid);
+        }
+        if self.sweep.period == 0 {
+            self.sweep.period = self.rto_sweep_period();
+        }
+        self.events.push(now + self.sweep.period, Event::RtoSweep { host: 0 });
     }
 }
 
