@@ -435,25 +435,7 @@ impl Simulation {
         self.pool.free(pid);
         let f = &mut self.flows[fid as usize];
         let r = &mut f.rcv;
-        let end = seq + payload;
-        let new = if end <= r.rcv_nxt {
-            false
-        } else if seq <= r.rcv_nxt {
-            r.rcv_nxt = end;
-            while let Some(&(a, b)) = r.ooo.first() {
-                if a > r.rcv_nxt {
-                    break;
-                }
-                r.rcv_nxt = r.rcv_nxt.max(b);
-                r.ooo.remove(0);
-            }
-            true
-        } else if r.ooo.iter().any(|&(a, b)| a <= seq && end <= b) {
-            false
-        } else {
-            super::receiver::insert_range(&mut r.ooo, seq, end);
-            true
-        };
+        let new = super::receiver::accept_range(r, seq, seq + payload);
         // The latest token issued whose number has these low bits: tokens
         // are spent within their lifetime, far fewer than 256 tokens later.
         let back = (ph!(f).tokens_sent as u8).wrapping_sub(token) as u64;

@@ -350,25 +350,7 @@ impl Simulation {
             return;
         }
         let r = &mut f.rcv;
-        let end = seq + payload;
-        let new = if end <= r.rcv_nxt {
-            false
-        } else if seq <= r.rcv_nxt {
-            r.rcv_nxt = end;
-            while let Some(&(a, b)) = r.ooo.first() {
-                if a > r.rcv_nxt {
-                    break;
-                }
-                r.rcv_nxt = r.rcv_nxt.max(b);
-                r.ooo.remove(0);
-            }
-            true
-        } else if r.ooo.iter().any(|&(a, b)| a <= seq && end <= b) {
-            false
-        } else {
-            super::receiver::insert_range(&mut r.ooo, seq, end);
-            true
-        };
+        let new = super::receiver::accept_range(r, seq, seq + payload);
         let hm = hm!(f);
         hm.last_heard = now;
         if new {

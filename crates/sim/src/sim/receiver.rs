@@ -170,6 +170,31 @@ impl Simulation {
     }
 }
 
+/// Takes the bytes [seq, end) into a receiver that keeps out-of-order data
+/// (pHost's, Homa's and HOPASS's): advances `rcv_nxt` over them and over the
+/// held ranges they join, or holds them as a range of their own. False if
+/// every byte was already there (a duplicate).
+pub(super) fn accept_range(r: &mut crate::flow::Receiver, seq: u64, end: u64) -> bool {
+    if end <= r.rcv_nxt {
+        false
+    } else if seq <= r.rcv_nxt {
+        r.rcv_nxt = end;
+        while let Some(&(a, b)) = r.ooo.first() {
+            if a > r.rcv_nxt {
+                break;
+            }
+            r.rcv_nxt = r.rcv_nxt.max(b);
+            r.ooo.remove(0);
+        }
+        true
+    } else if r.ooo.iter().any(|&(a, b)| a <= seq && end <= b) {
+        false
+    } else {
+        insert_range(&mut r.ooo, seq, end);
+        true
+    }
+}
+
 /// Adds [a, b) to a sorted list of disjoint ranges, merging neighbours.
 pub(super) fn insert_range(ranges: &mut Vec<(u64, u64)>, a: u64, b: u64) {
     let i = ranges.partition_point(|r| r.1 < a);
