@@ -2,15 +2,15 @@
 //! `k` senders at a time, a short message past long ones near its ideal
 //! completion time, and lost data asked for again with RESEND.
 
+mod common;
+use common::{build, conserved, HEADER, PAYLOAD, WIRE};
+
 use ccgym_sim::homa::{unsched_cutoffs, unsched_levels, unsched_share};
 use ccgym_sim::workload::Cdf;
 use ccgym_sim::Simulation;
 use serde_json::{json, Value};
 use std::path::Path;
 
-const PAYLOAD: u64 = 1460;
-const HEADER: u64 = 40;
-const WIRE: u64 = PAYLOAD + HEADER;
 const US: u64 = 1_000_000;
 
 /// A star of `hosts` at 10 Gb/s with Homa's switch ports (8 strict
@@ -26,17 +26,6 @@ fn homa(hosts: u32, flows: Value) -> Value {
         "cc": {"algorithm": "homa"},
         "workload": [{"kind": "flows", "flows": flows}],
     })
-}
-
-fn build(scenario: &Value) -> Simulation {
-    Simulation::from_json(&scenario.to_string(), Path::new(".")).expect("valid scenario")
-}
-
-fn conserved(sim: &Simulation) -> bool {
-    let s = sim.summary();
-    let c = &s["conservation"];
-    let g = |k: &str| c[k].as_u64().unwrap();
-    g("sent_bytes") == g("delivered_bytes") + g("dropped_bytes") + g("in_flight_bytes")
 }
 
 fn cdf(text: &str, step: bool) -> Cdf {

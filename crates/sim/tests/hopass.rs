@@ -2,34 +2,13 @@
 //! worked example, small flows smallest remaining first at the receiver,
 //! the weighted token back-off, and the paper's weighted dumbbell.
 
+mod common;
+use common::{build, conserved, port, workloads, HEADER, PAYLOAD, WIRE};
+
 use ccgym_sim::cc::large_flow_score;
 use ccgym_sim::units::US;
 use ccgym_sim::Simulation;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-
-const PAYLOAD: u64 = 1460;
-const HEADER: u64 = 40;
-const WIRE: u64 = PAYLOAD + HEADER;
-
-fn workloads() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/ccgym/data/workloads")
-}
-
-fn build(scenario: &Value) -> Simulation {
-    Simulation::from_json(&scenario.to_string(), &workloads()).expect("valid scenario")
-}
-
-fn conserved(sim: &Simulation) -> bool {
-    let s = sim.summary();
-    let c = &s["conservation"];
-    let g = |k: &str| c[k].as_u64().unwrap();
-    g("sent_bytes") == g("delivered_bytes") + g("dropped_bytes") + g("in_flight_bytes")
-}
-
-fn port(sim: &Simulation, name: &str) -> usize {
-    (0..sim.ports().len() as u32).find(|&p| sim.port_name(p) == name).expect("port exists") as usize
-}
 
 /// Payload flow `f` delivered in order inside the collection window, bit/s.
 fn window_rate(sim: &Simulation, f: usize, seconds: f64) -> f64 {

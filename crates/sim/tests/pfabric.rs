@@ -2,12 +2,12 @@
 //! remaining bytes and evict the packet with the most, and hosts that start
 //! at line rate with a BDP window and repair losses by timeout alone.
 
+mod common;
+use common::{conserved, HEADER, PAYLOAD};
+
 use ccgym_sim::Simulation;
 use serde_json::{json, Value};
 use std::path::Path;
-
-const PAYLOAD: u64 = 1460;
-const HEADER: u64 = 40;
 
 /// A star of `hosts` at 10 Gb/s with pFabric's switch ports (36 KB rank
 /// queues, no ECN) and pFabric hosts (timeout 20 us, about 3 RTTs here).
@@ -32,13 +32,6 @@ fn run(scenario: Value) -> Simulation {
     let mut sim = Simulation::from_json(&scenario.to_string(), Path::new(".")).expect("valid scenario");
     sim.run_until(u64::MAX);
     sim
-}
-
-fn conserved(sim: &Simulation) -> bool {
-    let s = sim.summary();
-    let c = &s["conservation"];
-    let g = |k: &str| c[k].as_u64().unwrap();
-    g("sent_bytes") == g("delivered_bytes") + g("dropped_bytes") + g("in_flight_bytes")
 }
 
 #[test]

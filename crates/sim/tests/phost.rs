@@ -2,13 +2,12 @@
 //! packet time from the receiver, smallest remaining flow first, tokens that
 //! expire, lost packets asked for again by later tokens.
 
+mod common;
+use common::{build, conserved, port, HEADER, PAYLOAD, WIRE};
+
 use ccgym_sim::Simulation;
 use serde_json::{json, Value};
 use std::path::Path;
-
-const PAYLOAD: u64 = 1460;
-const HEADER: u64 = 40;
-const WIRE: u64 = PAYLOAD + HEADER;
 
 /// A star of `hosts` at 10 Gb/s with pHost's switch ports (strict priority,
 /// 36 KB per port, no ECN) and pHost hosts (per-packet SRPT at the NIC).
@@ -28,21 +27,6 @@ fn phost_with_delay(hosts: u32, flows: Value, link_delay: &str) -> Value {
         "cc": {"algorithm": "phost"},
         "workload": [{"kind": "flows", "flows": flows}],
     })
-}
-
-fn build(scenario: &Value) -> Simulation {
-    Simulation::from_json(&scenario.to_string(), Path::new(".")).expect("valid scenario")
-}
-
-fn conserved(sim: &Simulation) -> bool {
-    let s = sim.summary();
-    let c = &s["conservation"];
-    let g = |k: &str| c[k].as_u64().unwrap();
-    g("sent_bytes") == g("delivered_bytes") + g("dropped_bytes") + g("in_flight_bytes")
-}
-
-fn port(sim: &Simulation, name: &str) -> usize {
-    (0..sim.ports().len() as u32).find(|&p| sim.port_name(p) == name).expect("port exists") as usize
 }
 
 #[test]

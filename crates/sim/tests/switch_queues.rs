@@ -1,6 +1,9 @@
 //! Queue disciplines, buffer models and run-time control of switch queues,
 //! each shown by a running simulation.
 
+mod common;
+use common::conserved;
+
 use ccgym_sim::sim::QueueStats;
 use ccgym_sim::topology::NodeKind;
 use ccgym_sim::Simulation;
@@ -26,13 +29,6 @@ fn star(hosts: u32) -> Value {
 fn queue_to(sim: &Simulation, name: &str) -> (u32, usize) {
     let q = sim.data_queues().into_iter().find(|q| q.peer == name).expect("a switch port to the host");
     (q.port, q.queue)
-}
-
-fn conserved(sim: &Simulation) -> bool {
-    let s = sim.summary();
-    let c = &s["conservation"];
-    let g = |k: &str| c[k].as_u64().unwrap();
-    g("sent_bytes") == g("delivered_bytes") + g("dropped_bytes") + g("in_flight_bytes")
 }
 
 /// A long flow (host 1, 2 MB) and, once it runs, a short one (host 2,
