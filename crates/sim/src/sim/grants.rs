@@ -278,7 +278,7 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
         if f.rcv.rcv_nxt >= f.ctl.size {
-            self.phost_final_ack(h, fid, now);
+            self.final_ack(h, fid, now);
             return;
         }
         let first = f.rcv.requested == 0 && ph!(f).tokens_sent == 0;
@@ -394,6 +394,12 @@ impl Simulation {
         if !g.waiting.is_empty() {
             self.arm_grants(h, next);
         }
+        self.send_token(h, fid, src, offset, number, missing);
+    }
+
+    /// Receiver `h` sends flow `fid`'s sender (host `src`) token `number`
+    /// for the packet at `offset`; `missing`: the bytes it still misses.
+    pub(super) fn send_token(&mut self, h: u32, fid: u32, src: u32, offset: u64, number: u64, missing: u64) {
         let size = self.scenario.packets.grant;
         let p = self.control_packet(fid, PacketKind::Grant, h, src, size, offset);
         let pk = self.pool.get_mut(p);
@@ -410,16 +416,21 @@ impl Simulation {
         };
         self.pool.free(pid);
         let ttl = (self.scenario.host.phost_token_ttl * self.sender_t_pkt(fid) as f64) as Time;
+        self.keep_token(fid, self.now + ttl, offset, number, missing);
+    }
+
+    /// The sender of flow `fid` keeps a token until `expiry` (`Time::MAX`:
+    /// never), in expiry order: a token that arrives while free tokens
+    /// (which live longer) are still held is spent before them.
+    pub(super) fn keep_token(&mut self, fid: u32, expiry: Time, offset: u64, number: u32, missing: u64) {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
         if f.snd.finished.is_some() {
             return;
         }
-        // Expiry order: a token that arrives while free tokens (which live
-        // longer) are still held is spent before them.
         let tokens = &mut ph!(f).tokens;
-        let at = tokens.partition_point(|t| t.0 <= now + ttl);
-        tokens.insert(at, (now + ttl, offset, number as u8));
+        let at = tokens.partition_point(|t| t.0 <= expiry);
+        tokens.insert(at, (expiry, offset, number as u8));
         f.snd.peer_remaining = missing;
         f.snd.last_progress = now;
         self.schedule_flow(fid);
@@ -445,7 +456,7 @@ impl Simulation {
         if new {
             ph!(f).received += payload;
             if r.rcv_nxt >= f.ctl.size {
-                self.phost_final_ack(h, fid, ts);
+                self.final_ack(h, fid, ts);
                 return;
             }
         }
@@ -457,8 +468,9 @@ impl Simulation {
         }
     }
 
-    /// The ACK that ends pHost flow `fid`: everything has arrived.
-    pub(super) fn phost_final_ack(&mut self, h: u32, fid: u32, ts: Time) {
+    /// The ACK that ends a flow whose receiver acknowledges once (pHost,
+    /// Homa, HOPASS): everything has arrived.
+    pub(super) fn final_ack(&mut self, h: u32, fid: u32, ts: Time) {
         let f = &self.flows[fid as usize];
         let (src, rcv_nxt) = (f.path.src, f.rcv.rcv_nxt);
         let size = self.scenario.packets.ack;

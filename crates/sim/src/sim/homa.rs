@@ -346,7 +346,7 @@ impl Simulation {
         let size = f.ctl.size;
         if f.rcv.rcv_nxt >= size {
             // Data of a complete message: its ACK may have been lost.
-            self.homa_final_ack(h, fid, ts);
+            self.final_ack(h, fid, ts);
             return;
         }
         let r = &mut f.rcv;
@@ -365,19 +365,9 @@ impl Simulation {
             g.waiting.push_back(fid);
         }
         if f.rcv.rcv_nxt >= size {
-            self.homa_final_ack(h, fid, ts);
+            self.final_ack(h, fid, ts);
         }
         self.homa_schedule(h);
-    }
-
-    /// The ACK that ends Homa message `fid`: everything has arrived.
-    fn homa_final_ack(&mut self, h: u32, fid: u32, ts: Time) {
-        let f = &self.flows[fid as usize];
-        let (src, rcv_nxt) = (f.path.src, f.rcv.rcv_nxt);
-        let size = self.scenario.packets.ack;
-        let a = self.control_packet(fid, PacketKind::Ack, h, src, size, rcv_nxt);
-        self.pool.get_mut(a).ts_tx = ts;
-        self.send_control(h, a);
     }
 
     /// Host `h`'s Homa receiver: RESENDs for messages gone silent, then one

@@ -56,7 +56,7 @@ use super::Simulation;
 use crate::cc::{large_flow_score, normalised_weights, ClassRate, RateLaw, Transport};
 use crate::config::{CfgResult, ConfigError, Scenario};
 use crate::host::GrantPolicy;
-use crate::packet::{PacketKind, PktId};
+use crate::packet::PktId;
 use crate::units::{Time, SEC};
 
 /// HOPASS's state shared by the receivers: the class weights and, per host,
@@ -249,7 +249,7 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.flows[fid as usize];
         if f.rcv.rcv_nxt >= f.ctl.size {
-            self.phost_final_ack(h, fid, now);
+            self.final_ack(h, fid, now);
             return;
         }
         f.rcv.requested = announced;
@@ -453,12 +453,7 @@ impl Simulation {
         if !g.waiting.is_empty() {
             self.arm_grants(h, next);
         }
-        let size = self.scenario.packets.grant;
-        let pid = self.control_packet(fid, PacketKind::Grant, h, src, size, offset);
-        let pkt = self.pool.get_mut(pid);
-        pkt.payload = number as u32;
-        pkt.rank = missing.min(u32::MAX as u64) as u32;
-        self.send_control(h, pid);
+        self.send_token(h, fid, src, offset, number, missing);
     }
 
     /// A HOPASS token reached its sender: kept until spent (no expiry).
@@ -468,15 +463,7 @@ impl Simulation {
             (p.flow, p.seq, p.payload, p.rank as u64)
         };
         self.pool.free(pid);
-        let now = self.now;
-        let f = &mut self.flows[fid as usize];
-        if f.snd.finished.is_some() {
-            return;
-        }
-        ph!(f).tokens.push_back((Time::MAX, offset, number as u8));
-        f.snd.peer_remaining = missing;
-        f.snd.last_progress = now;
-        self.schedule_flow(fid);
+        self.keep_token(fid, Time::MAX, offset, number, missing);
     }
 
     /// A HOPASS data packet reached its receiver `h`: it counts for its
