@@ -375,3 +375,62 @@ def test_resume_rebuilds_the_network_of_the_checkpoint(tmp_path: Path) -> None:
     assert state["config"]["train"]["updates"] == 2
     # ccgym train ppo --out DIR --resume (no config): the checkpoint's config as it is
     assert ppo.train_from_config(None, tmp_path, resume=True)["updates"] == 2
+
+
+NETWORK_CHANGES = {
+    # the head's parameters differ
+    "action": ({"agent": {"action": "multiplier"}}, 'agent.action = "discrete" .* "multiplier"'),
+    "hidden": ({"network": {"hidden": [8]}}, r"network.hidden = \[32, 16\] .* \[8\]"),
+    "history": ({"agent": {"history": 3}}, r"agent.history = 2 .* 3 "),
+    # the same shapes, but the trained weights no longer fit the observation or the action
+    "features": (
+        {"agent": {"features": ["action", "cnp_ratio", "adpg"]}},
+        r'agent.features = \["action", "cnp_ratio", "nack_ratio"\] .* "adpg"\]',
+    ),
+    "discrete": (
+        {"agent": {"discrete": [0.5, 0.9, 1.0, 1.1, 1.5, 2.0]}},
+        r"agent.discrete = \[0.8, .* \[0.5, ",
+    ),
+}
+
+
+def test_resume_with_a_config_that_changes_the_network_names_the_keys(tmp_path: Path) -> None:
+    """A config given on resume that changes the checkpoint's network (its architecture, its
+    inputs or its action) is an error naming each responsible key with its value in the
+    checkpoint's config and in the given one, not a PyTorch load error nor a silent run; the
+    run folder is left as it was."""
+    from ccgym import ScenarioError
+
+    cfg = _bridge_config(
+        "ppo", {"rollout_length": 16, "rollouts_per_update": 2}, agent={"action": "discrete"}
+    )
+    cfg["train"]["updates"] = 1
+    ppo.train_from_config(cfg, tmp_path)
+    before = {p: p.read_bytes() for p in (tmp_path / "checkpoint.pt", tmp_path / "config.json")}
+    for change, expected in NETWORK_CHANGES.values():
+        with pytest.raises(ScenarioError, match=expected) as err:
+            ppo.train_from_config({**change, "train": {"updates": 2}}, tmp_path, resume=True)
+        message = str(err.value)
+        assert "in the checkpoint's config" in message and "in the config given" in message
+        assert "train.updates" not in message  # only the keys that change the network
+    assert {p: p.read_bytes() for p in before} == before
+    # A change that keeps the network resumes: the reward, the scenarios, PPO's settings.
+    result = ppo.train_from_config(
+        {"train": {"updates": 2}, "agent": {"reward": "constrained"}}, tmp_path, resume=True
+    )
+    assert result["updates"] == 2
+
+
+def test_resume_uses_the_settings_given_for_the_optimiser(tmp_path: Path) -> None:
+    """The checkpoint's optimiser state continues, but a learning rate given on resume is the
+    one used (loading the optimiser's state alone would bring back the checkpoint's)."""
+    cfg = _bridge_config("ppo", {"rollout_length": 16, "rollouts_per_update": 2})
+    cfg["train"]["updates"] = 1
+    ppo.train_from_config(cfg, tmp_path)
+    first = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    assert first["optimizer"]["param_groups"][0]["lr"] == 2.5e-4
+    ppo.train_from_config({"train": {"updates": 2}, "ppo": {"lr": 1e-3}}, tmp_path, resume=True)
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    assert state["config"]["ppo"]["lr"] == 1e-3
+    assert [g["lr"] for g in state["optimizer"]["param_groups"]] == [1e-3]
+    assert state["optimizer"]["state"][0]["step"] > first["optimizer"]["state"][0]["step"]

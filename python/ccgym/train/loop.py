@@ -18,7 +18,8 @@ all of them:
 * checkpoints (``checkpoint.pt``, the latest, and ``checkpoints/ckpt-u<update>-d<decisions>.pt``
   every ``train.checkpoint_every`` updates and at the end) with model, optimiser, learner
   state, counters, config and every RNG state, written atomically (a temporary file, synced,
-  then renamed), and ``resume``;
+  then renamed), and ``resume`` (a config given then that would change the checkpoint's network
+  is an error naming the keys and both values);
 * interruption: Ctrl-C and SIGTERM save a checkpoint (after the update in progress) and raise
   :class:`TrainingInterrupted`, whose message says how to resume;
 * damaged files on resume: a ``checkpoint.pt`` that cannot be loaded is replaced by the newest
@@ -48,8 +49,9 @@ import torch
 from torch import nn
 
 from ccgym import policies
-from ccgym._errors import CorruptFileError, CorruptFileWarning
-from ccgym.train.config import ConfigSource, load_config
+from ccgym._errors import CorruptFileError, CorruptFileWarning, ScenarioError
+from ccgym.agent_defaults import AGENT_DEFAULTS
+from ccgym.train.config import ConfigSource, load_config, merge_config
 from ccgym.train.networks import policy_step
 from ccgym.train.rollout import (
     AgentTable,
@@ -357,6 +359,140 @@ def _trim_history(path: Path, update: int) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Resume: the checkpoint's network, the given config's settings
+
+
+_UNSET: Any = object()
+"""A key one of two configs does not set (see :func:`_config_changes`)."""
+
+
+def _config_changes(
+    saved: Mapping[str, Any], given: Mapping[str, Any], prefix: str = ""
+) -> dict[str, tuple[Any, Any]]:
+    """``{dotted key: (saved value, given value)}`` for every value that differs (tables are
+    compared key by key, anything else whole; a key only one config sets has :data:`_UNSET`
+    on the other side)."""
+    changes: dict[str, tuple[Any, Any]] = {}
+    for key in list(saved) + [k for k in given if k not in saved]:
+        a, b = saved.get(key, _UNSET), given.get(key, _UNSET)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            changes.update(_config_changes(a, b, f"{prefix}{key}."))
+        elif a != b:
+            changes[f"{prefix}{key}"] = (a, b)
+    return changes
+
+
+def _with_value(config: Mapping[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    """A copy of ``config`` with the value at ``dotted`` (``agent.action``) set to ``value``."""
+    *tables, leaf = dotted.split(".")
+    override: dict[str, Any] = {leaf: value}
+    for table in reversed(tables):
+        override = {table: override}
+    return merge_config(config, override)
+
+
+def _parameter_shapes(state: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    return {k: tuple(v.shape) for k, v in state.items()}
+
+
+def _network_shapes(config: Mapping[str, Any], make_learner: MakeLearner) -> Any:
+    """The parameter shapes of the learner ``config`` builds (None: it cannot build one)."""
+    try:
+        table = AgentTable(config["agent"])
+        return _parameter_shapes(make_learner(table.obs_dim, config).model.state_dict())
+    except Exception:  # the key cannot change alone: it is part of the change
+        return None
+
+
+def _show(value: Any) -> str:
+    return "not set" if value is _UNSET else json.dumps(value, default=str)
+
+
+def _network_interface(agent: Mapping[str, Any]) -> dict[str, Any]:
+    """What a trained network's inputs and outputs mean, by ``[agent]`` key: the observation's
+    features and history, the action and, for a discrete one, its table. Changing one of them
+    may keep the parameters' shapes (``multiplier`` and ``aurora`` both have a Gaussian head)
+    while the trained weights no longer fit it."""
+    action = agent.get("action", AGENT_DEFAULTS["action"])
+    interface = {
+        "agent.features": list(agent.get("features", AGENT_DEFAULTS["features"])),
+        "agent.history": agent.get("history", AGENT_DEFAULTS["history"]),
+        "agent.action": action,
+    }
+    if action == "discrete":
+        interface["agent.discrete"] = list(agent.get("discrete", AGENT_DEFAULTS["discrete"]))
+    return interface
+
+
+def _check_same_network(
+    ckpt: Mapping[str, Any],
+    config: Mapping[str, Any],
+    learner: Learner,
+    make_learner: MakeLearner,
+    where: Path,
+) -> None:
+    """Raises a :class:`~ccgym.ScenarioError` when ``config`` (the checkpoint's config with the
+    given one merged over it) changes the checkpoint's network: its inputs or outputs (see
+    :func:`_network_interface`) or the shape of a parameter. The message names each config
+    key responsible with its value in both configs.
+
+    For parameter shapes, a key is named when changing it alone in the checkpoint's config
+    already changes them; if only a combination does, every changed key is named.
+    """
+    saved_io = _network_interface(ckpt["config"]["agent"])
+    given_io = _network_interface(config["agent"])
+    culprits = {  # a discrete table counts only if both actions are discrete
+        key: (saved_io[key], given_io[key])
+        for key in saved_io
+        if key in given_io and saved_io[key] != given_io[key]
+    }
+    saved = _parameter_shapes(ckpt["model"])
+    built = _parameter_shapes(learner.model.state_dict())
+    if saved == built and not culprits:
+        return
+    parameters = ""
+    if saved != built:
+        changes = _config_changes(ckpt["config"], config)
+        shaping: dict[str, tuple[Any, Any]] = {}
+        for key, (_, given) in changes.items():
+            alone = _with_value(ckpt["config"], key, given)
+            if key not in culprits and _network_shapes(alone, make_learner) != saved:
+                shaping[key] = changes[key]
+        culprits.update(shaping if shaping or culprits else changes)
+        differences = [
+            f"{name} {list(saved[name]) if name in saved else 'absent'} in the checkpoint, "
+            f"{list(built[name]) if name in built else 'absent'} now"
+            for name in sorted(set(saved) | set(built))
+            if saved.get(name) != built.get(name)
+        ]
+        if len(differences) > 3:
+            differences = [*differences[:3], f"and {len(differences) - 3} more"]
+        parameters = f" (network parameters: {'; '.join(differences)})"
+    if not culprits:  # the same config, yet another network: ccgym's networks changed
+        raise ScenarioError(
+            f"resume: the checkpoint in {where} holds a network that its own config no longer "
+            f"builds (written by another version of ccgym?){parameters}"
+        )
+    keys = "; ".join(
+        f"{key} = {_show(a)} in the checkpoint's config, {_show(b)} in the config given"
+        for key, (a, b) in culprits.items()
+    )
+    one = len(culprits) == 1
+    raise ScenarioError(
+        f"resume: the config given changes the network of the checkpoint in {where}: {keys}"
+        f"{parameters}. A run resumes with its own network: leave "
+        f"{'this key' if one else 'these keys'} out of the config given (or set "
+        f"{'it' if one else 'them'} to the checkpoint's {'value' if one else 'values'}), or "
+        "train the new network in another run folder"
+    )
+
+
+def _optimizer_settings(optimizer: torch.optim.Optimizer) -> list[dict[str, Any]]:
+    """The settings of each parameter group (learning rate, eps, ...), without its tensors."""
+    return [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
+
+
+# --------------------------------------------------------------------------------------------
 # Interruption
 
 
@@ -484,7 +620,8 @@ def train(
         make_learner: builds the learner for an observation length and a merged config.
         config: a config dict, a TOML (or JSON) path or a bundled config name, merged over
             ``defaults``; on resume merged over the checkpoint's config instead (None: the
-            checkpoint's config as it is).
+            checkpoint's config as it is). On resume it may change anything but the network
+            (the optimiser's settings such as ``lr`` apply to the restored optimiser).
         out_dir: the run folder (see the module docstring for what it receives).
         resume: continue from ``out_dir/checkpoint.pt`` (if it is damaged or missing, from
             the newest good ``checkpoints/ckpt-*.pt``): model, optimiser, learner state,
@@ -502,6 +639,9 @@ def train(
         TrainingInterrupted: Ctrl-C or SIGTERM, after the checkpoint was saved.
         CorruptFileError: on resume, no checkpoint can be loaded, or ``history.jsonl`` is
             damaged before its last line.
+        ScenarioError: on resume, the config given changes the checkpoint's network (a
+            parameter's shape, the observation's features or history, the action); the
+            message names each such key with its value in both configs.
     """
     from torch.utils.tensorboard import SummaryWriter
 
@@ -525,7 +665,14 @@ def train(
     learner = make_learner(table.obs_dim, cfg)
     update, decisions, episodes, wall_before = 0, 0, 0, 0.0
     if ckpt is not None:
+        _check_same_network(ckpt, cfg, learner, make_learner, out)
+        settings = _optimizer_settings(learner.optimizer)
         learner.restore(ckpt)
+        # The optimiser's state (moments, step counts) continues; its settings are the merged
+        # config's, so that a resumed run given a new ``lr`` uses it (loading the optimiser's
+        # state dict would bring back the checkpoint's).
+        for group, given in zip(learner.optimizer.param_groups, settings, strict=True):
+            group.update(given)
         set_rng_state(ckpt["rng"], rng)
         update, decisions = int(ckpt["update"]), int(ckpt["decisions"])
         episodes, wall_before = int(ckpt["episodes"]), float(ckpt["wall_s"])
