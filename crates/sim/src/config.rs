@@ -5,7 +5,7 @@
 //! field and the value. Defaults follow the ADPG reference NIC simulator
 //! (`shared/specs/scenarios.md` section 1) where it has one.
 
-use crate::units::{Bytes, Duration, Rate, MS, NS, US};
+use crate::units::{Bytes, Duration, Rate, RunTime, MS, NS, US};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -682,8 +682,9 @@ impl Default for AgentConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
-    /// Collection window [start, end]; default: the whole run.
-    pub window: Option<[Duration; 2]>,
+    /// Collection window [start, end]; default: the whole run. Either bound
+    /// may be relative to the run ("25%", "end").
+    pub window: Option<[RunTime; 2]>,
     /// Period of the sampled time series (queue length, rates).
     pub sample_interval: Duration,
     /// Record per-flow throughput series: true, false or "auto" (on up to 1024 flows).
@@ -748,8 +749,8 @@ pub struct WorkloadConfig {
     pub flows_per_host: Option<u32>,
     /// Start time, or [a, b] for a uniform random start per flow.
     pub start: Option<StartTime>,
-    /// Time the sources stop offering new data.
-    pub stop: Option<Duration>,
+    /// Time the sources stop offering new data (may be relative to the run).
+    pub stop: Option<RunTime>,
     /// long: bytes per flow (default: unlimited).
     pub size: Option<Bytes>,
     /// Traffic class (switch queue index, >= 1).
@@ -786,11 +787,11 @@ pub struct FlowConfig {
     pub dst: HostRef,
     /// Bytes to send (default: unlimited until `stop`).
     pub size: Option<Bytes>,
-    /// Start time.
+    /// Start time (may be relative to the run).
     #[serde(default)]
-    pub start: Duration,
-    /// Time the flow stops offering new data.
-    pub stop: Option<Duration>,
+    pub start: RunTime,
+    /// Time the flow stops offering new data (may be relative to the run).
+    pub stop: Option<RunTime>,
     /// Traffic class (switch queue, >= 1).
     pub class: Option<u8>,
     /// Congestion control of this flow.
@@ -816,14 +817,15 @@ impl fmt::Display for HostRef {
     }
 }
 
-/// A start time: fixed, or drawn uniformly per flow from [a, b].
+/// A start time: fixed, or drawn uniformly per flow from [a, b]; either may
+/// be relative to the run ("10%").
 #[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(untagged)]
 pub enum StartTime {
     /// Every flow starts at this time.
-    At(Duration),
+    At(RunTime),
     /// Each flow starts at a uniform random time in this range.
-    Uniform([Duration; 2]),
+    Uniform([RunTime; 2]),
 }
 
 /// Parses a scenario from JSON text, naming the field of the first error.
