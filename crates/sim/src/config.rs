@@ -819,13 +819,49 @@ impl fmt::Display for HostRef {
 
 /// A start time: fixed, or drawn uniformly per flow from [a, b]; either may
 /// be relative to the run ("10%").
-#[derive(Clone, Copy, Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Clone, Copy, Debug)]
 pub enum StartTime {
     /// Every flow starts at this time.
     At(RunTime),
     /// Each flow starts at a uniform random time in this range.
     Uniform([RunTime; 2]),
+}
+
+// By hand rather than `#[serde(untagged)]`, whose only message is "data did not match any
+// variant": a time that does not parse is named with what is wrong with it.
+impl<'de> Deserialize<'de> for StartTime {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, IntoDeserializer, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StartTime;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a time (\"1ms\", \"10%\") or a range [a, b] to draw each flow's start from")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StartTime, E> {
+                RunTime::deserialize(v.into_deserializer()).map(StartTime::At)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<StartTime, E> {
+                RunTime::deserialize(v.into_deserializer()).map(StartTime::At)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<StartTime, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<StartTime, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StartTime, A::Error> {
+                let two = "a range of two times, [a, b]";
+                let a = seq.next_element::<RunTime>()?.ok_or_else(|| de::Error::invalid_length(0, &two))?;
+                let b = seq.next_element::<RunTime>()?.ok_or_else(|| de::Error::invalid_length(1, &two))?;
+                if seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    return Err(de::Error::invalid_length(3, &two));
+                }
+                Ok(StartTime::Uniform([a, b]))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Parses a scenario from JSON text, naming the field of the first error.

@@ -135,6 +135,16 @@ fn malformed_relative_times_are_errors_naming_the_field() {
         assert!(e.starts_with(field), "error `{e}` should start with `{field}`");
         assert!(e.contains(text), "error `{e}` should mention `{text}`");
     }
+    let starts = [
+        (json!("2 parsecs"), "workload[0].start: value \"2 parsecs\": unknown time unit"),
+        (json!(["1ms", "x%"]), "workload[0].start[1]: value \"x%\": expected a percentage"),
+        (json!(["1ms"]), "workload[0].start: invalid length 1, expected a range of two times"),
+        (json!(true), "workload[0].start: invalid type: boolean `true`, expected a time"),
+    ];
+    for (start, text) in starts {
+        let e = error_of(&scenario("20ms", json!(["0s", "end"]), start, json!("end"), json!({"src": 3, "dst": 0})));
+        assert!(e.starts_with(text), "error `{e}` should start with `{text}`");
+    }
     // A start relative to the run is a time in it; a stop before it is still caught.
     let sc = scenario("20ms", json!(["0s", "end"]), json!("50%"), json!("40%"), json!({"src": 3, "dst": 0}));
     let e = error_of(&sc);
