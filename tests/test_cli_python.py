@@ -154,7 +154,7 @@ def test_load_bundled_scenario() -> None:
     data, base_dir = load_scenario("incast-16")
     assert data["name"] == "incast-16"
     assert data["duration"] == "10ms"
-    assert data["metrics"] == {"window": ["1ms", "10ms"], "flow_series": True}
+    assert data["metrics"] == {"window": ["1ms", "end"], "flow_series": True}
     assert data["topology"]["hosts"] == 17
     assert base_dir == SCENARIO_DIR
 
@@ -164,7 +164,7 @@ def test_incast16_matches_perf_scenario() -> None:
     perf = incast_scenario(16)
     perf.update(name="incast-16", duration="10ms")
     del perf["cc"]  # line rate is the default
-    perf["metrics"] = {"window": ["1ms", "10ms"], "flow_series": True}
+    perf["metrics"] = {"window": ["1ms", "end"], "flow_series": True}
     assert data == perf
 
 

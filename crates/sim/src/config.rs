@@ -5,7 +5,7 @@
 //! field and the value. Defaults follow the ADPG reference NIC simulator
 //! (`shared/specs/scenarios.md` section 1) where it has one.
 
-use crate::units::{Bytes, Duration, Rate, MS, NS, US};
+use crate::units::{Bytes, Duration, Rate, RunTime, MS, NS, US};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -682,8 +682,9 @@ impl Default for AgentConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
-    /// Collection window [start, end]; default: the whole run.
-    pub window: Option<[Duration; 2]>,
+    /// Collection window [start, end]; default: the whole run. Either bound
+    /// may be relative to the run ("25%", "end").
+    pub window: Option<[RunTime; 2]>,
     /// Period of the sampled time series (queue length, rates).
     pub sample_interval: Duration,
     /// Record per-flow throughput series: true, false or "auto" (on up to 1024 flows).
@@ -748,8 +749,8 @@ pub struct WorkloadConfig {
     pub flows_per_host: Option<u32>,
     /// Start time, or [a, b] for a uniform random start per flow.
     pub start: Option<StartTime>,
-    /// Time the sources stop offering new data.
-    pub stop: Option<Duration>,
+    /// Time the sources stop offering new data (may be relative to the run).
+    pub stop: Option<RunTime>,
     /// long: bytes per flow (default: unlimited).
     pub size: Option<Bytes>,
     /// Traffic class (switch queue index, >= 1).
@@ -786,11 +787,11 @@ pub struct FlowConfig {
     pub dst: HostRef,
     /// Bytes to send (default: unlimited until `stop`).
     pub size: Option<Bytes>,
-    /// Start time.
+    /// Start time (may be relative to the run).
     #[serde(default)]
-    pub start: Duration,
-    /// Time the flow stops offering new data.
-    pub stop: Option<Duration>,
+    pub start: RunTime,
+    /// Time the flow stops offering new data (may be relative to the run).
+    pub stop: Option<RunTime>,
     /// Traffic class (switch queue, >= 1).
     pub class: Option<u8>,
     /// Congestion control of this flow.
@@ -816,14 +817,51 @@ impl fmt::Display for HostRef {
     }
 }
 
-/// A start time: fixed, or drawn uniformly per flow from [a, b].
-#[derive(Clone, Copy, Debug, Deserialize)]
-#[serde(untagged)]
+/// A start time: fixed, or drawn uniformly per flow from [a, b]; either may
+/// be relative to the run ("10%").
+#[derive(Clone, Copy, Debug)]
 pub enum StartTime {
     /// Every flow starts at this time.
-    At(Duration),
+    At(RunTime),
     /// Each flow starts at a uniform random time in this range.
-    Uniform([Duration; 2]),
+    Uniform([RunTime; 2]),
+}
+
+// By hand rather than `#[serde(untagged)]`, whose only message is "data did not match any
+// variant": a time that does not parse is named with what is wrong with it.
+impl<'de> Deserialize<'de> for StartTime {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, IntoDeserializer, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StartTime;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a time (\"1ms\", \"10%\") or a range [a, b] to draw each flow's start from")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StartTime, E> {
+                RunTime::deserialize(v.into_deserializer()).map(StartTime::At)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<StartTime, E> {
+                RunTime::deserialize(v.into_deserializer()).map(StartTime::At)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<StartTime, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<StartTime, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StartTime, A::Error> {
+                let two = "a range of two times, [a, b]";
+                let a = seq.next_element::<RunTime>()?.ok_or_else(|| de::Error::invalid_length(0, &two))?;
+                let b = seq.next_element::<RunTime>()?.ok_or_else(|| de::Error::invalid_length(1, &two))?;
+                if seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    return Err(de::Error::invalid_length(3, &two));
+                }
+                Ok(StartTime::Uniform([a, b]))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Parses a scenario from JSON text, naming the field of the first error.

@@ -203,6 +203,96 @@ unit_deserialize!(Bytes, "a size: bytes as a number, or a string such as \"64KiB
     }
 });
 
+/// A point in time of the run as a scenario writes it: from the start of the
+/// run ("170ms", or seconds as a number), or relative to the run's
+/// `duration` ("85%" of it, "end"), which moves along when `duration`
+/// changes. Used by the metrics window and the workloads' start and stop
+/// times, so that shortening a run is one setting.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RunTime {
+    /// This long after the start of the run (picoseconds).
+    At(Time),
+    /// This percentage of the run's duration, from 0 to 100 ("end" is 100).
+    OfRun(f64),
+}
+
+impl RunTime {
+    /// The time from the start of a run of `duration`, in picoseconds.
+    pub fn at(self, duration: Time) -> Time {
+        match self {
+            RunTime::At(t) => t,
+            // Whole percentages of a duration in whole microseconds are exact: the
+            // product stays far below 2^53 before the division.
+            RunTime::OfRun(pct) => (duration as f64 * pct / 100.0).round() as Time,
+        }
+    }
+
+    /// Whether this time is written relative to the run's duration.
+    pub fn is_relative(self) -> bool {
+        matches!(self, RunTime::OfRun(_))
+    }
+}
+
+impl Default for RunTime {
+    fn default() -> Self {
+        RunTime::At(0)
+    }
+}
+
+impl fmt::Display for RunTime {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match *self {
+            RunTime::At(t) => f.write_str(&fmt_time(t)),
+            RunTime::OfRun(100.0) => f.write_str("end"),
+            RunTime::OfRun(pct) => write!(f, "{pct}%"),
+        }
+    }
+}
+
+/// Parses a time of the run: "end", a percentage of the run ("85%") or a time
+/// from its start ("170ms", see [`parse_time`]).
+pub fn parse_run_time(s: &str) -> Result<RunTime, String> {
+    let t = s.trim();
+    if t == "end" {
+        return Ok(RunTime::OfRun(100.0));
+    }
+    let Some(num) = t.strip_suffix('%') else {
+        return parse_time(t).map(RunTime::At).map_err(|m| {
+            format!("{m}; or a time relative to the run: a percentage of its duration (\"85%\") or \"end\"")
+        });
+    };
+    match num.trim().parse::<f64>() {
+        Ok(pct) if (0.0..=100.0).contains(&pct) => Ok(RunTime::OfRun(pct)),
+        Ok(_) => Err("a percentage of the run must be from 0% to 100% (\"end\")".into()),
+        Err(_) => Err("expected a percentage of the run's duration such as \"85%\"".into()),
+    }
+}
+
+impl<'de> Deserialize<'de> for RunTime {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RunTime;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a time of the run: seconds as a number, a string such as \"10us\", \"85%\" or \"end\"")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RunTime, E> {
+                parse_run_time(s).map_err(|m| E::custom(format!("value \"{s}\": {m}")))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RunTime, E> {
+                to_ps(v * SEC as f64).map(RunTime::At).map_err(|m| E::custom(format!("value {v}: {m}")))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RunTime, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RunTime, E> {
+                self.visit_f64(v as f64)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 // Scenario values serialise the way a user would write them, so that exported
 // defaults (`ccgym._sim.agent_defaults()`) read like a scenario.
 impl serde::Serialize for Duration {
@@ -236,6 +326,26 @@ mod tests {
         assert!(parse_rate("100MBps").unwrap_err().contains("bytes per second"));
         assert_eq!(fmt_time(2 * MS), "2ms");
         assert_eq!(fmt_time(1_500_000), "1.5us");
+    }
+
+    #[test]
+    fn run_times_follow_the_duration() {
+        let d = 200 * MS;
+        assert_eq!(parse_run_time("170ms").unwrap().at(d), 170 * MS);
+        assert_eq!(parse_run_time("85%").unwrap().at(d), 170 * MS);
+        assert_eq!(parse_run_time("25%").unwrap().at(d), 50 * MS);
+        assert_eq!(parse_run_time("85%").unwrap().at(20 * MS), 17 * MS);
+        assert_eq!(parse_run_time("end").unwrap().at(d), d);
+        assert_eq!(parse_run_time(" 0% ").unwrap().at(d), 0);
+        assert!(!parse_run_time("1ms").unwrap().is_relative());
+        assert!(parse_run_time("end").unwrap().is_relative());
+        assert!(parse_run_time("101%").unwrap_err().contains("from 0% to 100%"));
+        assert!(parse_run_time("-5%").is_err());
+        assert!(parse_run_time("x%").is_err());
+        assert!(parse_run_time("5 parsecs").unwrap_err().contains("\"end\""));
+        assert_eq!(parse_run_time("85%").unwrap().to_string(), "85%");
+        assert_eq!(parse_run_time("end").unwrap().to_string(), "end");
+        assert_eq!(parse_run_time("1500us").unwrap().to_string(), "1.5ms");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use crate::config::{CcConfig, CfgResult, ConfigError, HostRef, StartTime, WorkloadConfig};
 use crate::topology::Topology;
-use crate::units::{Time, SEC};
+use crate::units::{RunTime, Time, SEC};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::path::Path;
@@ -275,7 +275,8 @@ impl<'a> WorkloadBuilder<'a> {
         Ok(c)
     }
 
-    fn time_in_run(&self, field: &str, t: Time) -> CfgResult<Time> {
+    fn time_in_run(&self, field: &str, t: RunTime) -> CfgResult<Time> {
+        let t = t.at(self.duration);
         if t > self.duration {
             return Err(ConfigError::new(
                 field,
@@ -287,18 +288,19 @@ impl<'a> WorkloadBuilder<'a> {
     }
 
     fn start(&self, f: &str, s: Option<StartTime>, rng: &mut Xoshiro256PlusPlus) -> CfgResult<Time> {
-        match s.unwrap_or(StartTime::At(crate::units::Duration(0))) {
-            StartTime::At(t) => self.time_in_run(&format!("{f}.start"), t.0),
+        match s.unwrap_or(StartTime::At(RunTime::At(0))) {
+            StartTime::At(t) => self.time_in_run(&format!("{f}.start"), t),
             StartTime::Uniform([a, b]) => {
-                if b.0 < a.0 {
+                let (a, b) = (a.at(self.duration), b.at(self.duration));
+                if b < a {
                     return Err(ConfigError::new(
                         format!("{f}.start"),
-                        format!("[{}, {}]", a.0, b.0),
+                        format!("[{}, {}]", crate::units::fmt_time(a), crate::units::fmt_time(b)),
                         "range end is before its start",
                     ));
                 }
-                self.time_in_run(&format!("{f}.start"), b.0)?;
-                Ok(if b.0 == a.0 { a.0 } else { rng.random_range(a.0..=b.0) })
+                self.time_in_run(&format!("{f}.start"), RunTime::At(b))?;
+                Ok(if b == a { a } else { rng.random_range(a..=b) })
             }
         }
     }
@@ -354,7 +356,7 @@ impl<'a> WorkloadBuilder<'a> {
         let class = self.class(f, w.class)?;
         let (cc, cc_field) = self.cc(f, &w.cc);
         let stop = match w.stop {
-            Some(t) => Some(self.time_in_run(&format!("{f}.stop"), t.0)?),
+            Some(t) => Some(self.time_in_run(&format!("{f}.stop"), t)?),
             None => None,
         };
         let base = FlowSpec {
@@ -380,8 +382,8 @@ impl<'a> WorkloadBuilder<'a> {
                 }
                 let latest_start = match w.start {
                     None => 0,
-                    Some(StartTime::At(t)) => t.0,
-                    Some(StartTime::Uniform([a, b])) => a.0.max(b.0),
+                    Some(StartTime::At(t)) => t.at(self.duration),
+                    Some(StartTime::Uniform([a, b])) => a.at(self.duration).max(b.at(self.duration)),
                 };
                 self.stop_after_start(&format!("{f}.stop"), stop, latest_start)?;
                 let pattern = w.pattern.as_deref().unwrap_or("many_to_one");
@@ -448,9 +450,9 @@ impl<'a> WorkloadBuilder<'a> {
                     if size == 0 {
                         return Err(ConfigError::new(format!("{ff}.size"), 0, "must be at least 1 byte"));
                     }
-                    let start = self.time_in_run(&format!("{ff}.start"), fl.start.0)?;
+                    let start = self.time_in_run(&format!("{ff}.start"), fl.start)?;
                     let stop = match fl.stop {
-                        Some(t) => Some(self.time_in_run(&format!("{ff}.stop"), t.0)?),
+                        Some(t) => Some(self.time_in_run(&format!("{ff}.stop"), t)?),
                         None => None,
                     };
                     self.stop_after_start(&format!("{ff}.stop"), stop, start)?;
@@ -613,7 +615,7 @@ impl<'a> WorkloadBuilder<'a> {
         }
         let start = match w.start {
             None => 0,
-            Some(StartTime::At(t)) => self.time_in_run(&format!("{f}.start"), t.0)?,
+            Some(StartTime::At(t)) => self.time_in_run(&format!("{f}.start"), t)?,
             Some(StartTime::Uniform(_)) => {
                 return Err(ConfigError::new(format!("{f}.start"), "[..]", "poisson takes one start time, not a range"))
             }
@@ -742,12 +744,12 @@ impl WorkloadBuilder<'_> {
     fn estimate_one(&self, f: &str, w: &WorkloadConfig) -> CfgResult<TrafficEstimate> {
         let d = self.duration;
         let start_min = match w.start {
-            Some(StartTime::At(t)) => t.0,
-            Some(StartTime::Uniform([a, _])) => a.0,
+            Some(StartTime::At(t)) => t.at(d),
+            Some(StartTime::Uniform([a, _])) => a.at(d),
             None => 0,
         }
         .min(d);
-        let stop = w.stop.map_or(d, |t| t.0.min(d));
+        let stop = w.stop.map_or(d, |t| t.at(d).min(d));
         let receiver = || host_ref(self.topo, w.receiver.as_ref().unwrap_or(&HostRef::Index(0)), "").ok();
         let algorithm = w.cc.as_ref().unwrap_or(self.default_cc).algorithm.as_str();
         let cc_field = if w.cc.is_some() { format!("{f}.cc") } else { "cc".to_string() };
@@ -777,8 +779,8 @@ impl WorkloadBuilder<'_> {
                 e.senders = sorted_hosts(list.iter().filter_map(|x| host_ref(self.topo, &x.src, "").ok()).collect());
                 e.receivers = sorted_hosts(list.iter().filter_map(|x| host_ref(self.topo, &x.dst, "").ok()).collect());
                 e.flows = list.len() as u64;
-                e.start = list.iter().map(|x| x.start.0).min().unwrap_or(0).min(d);
-                e.end = list.iter().map(|x| x.stop.map_or(d, |t| t.0.min(d))).max().unwrap_or(d);
+                e.start = list.iter().map(|x| x.start.at(d)).min().unwrap_or(0).min(d);
+                e.end = list.iter().map(|x| x.stop.map_or(d, |t| t.at(d).min(d))).max().unwrap_or(d);
                 e.bytes = list.iter().map(|x| x.size.map_or(f64::INFINITY, |s| s.0 as f64)).sum();
                 (e.flows_field, e.flows_why) = (format!("{f}.flows"), format!("{} listed flows", list.len()));
                 // Per-flow algorithms: count the agent flows one by one.

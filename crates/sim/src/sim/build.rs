@@ -27,7 +27,7 @@ use crate::net::rank_queue::RankQueue;
 use crate::net::switch::Mmu;
 use crate::packet::PacketPool;
 use crate::topology::{flow_hash, reverse_hash, NodeKind, Topology};
-use crate::units::{fmt_time, ser_time, Time, SEC, US};
+use crate::units::{ser_time, Time, SEC, US};
 use crate::workload::{FlowSpec, WorkloadBuilder, UNLIMITED};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -54,7 +54,7 @@ impl Simulation {
             .with_max_flows(sc.limits.max_flows)
             .build(&sc.workload, &mut rng)?;
         let window = match sc.metrics.window {
-            Some([a, b]) => (a.0, b.0),
+            Some([a, b]) => (a.at(end), b.at(end)),
             None => (0, end),
         };
         let sw = &sc.switch;
@@ -587,19 +587,8 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         return e("host.tx_jitter", &h.tx_jitter, "must be in [0, 1] (a fraction of a packet's serialization time)");
     }
     validate_transport(sc)?;
+    super::run_times::validate(sc)?;
     let m = &sc.metrics;
-    if let Some([a, b]) = m.window {
-        if a.0 >= b.0 {
-            return e("metrics.window", &format!("[{}, {}]", fmt_time(a.0), fmt_time(b.0)), "start must be before end");
-        }
-        if b.0 > sc.duration.0 {
-            return e(
-                "metrics.window",
-                &format!("[{}, {}]", fmt_time(a.0), fmt_time(b.0)),
-                &format!("ends after the end of the run (duration = {})", fmt_time(sc.duration.0)),
-            );
-        }
-    }
     if m.sample_interval.0 == 0 {
         return e("metrics.sample_interval", &"0", "must be positive");
     }

@@ -52,6 +52,7 @@ mod metrics;
 mod nic;
 mod queue_agent;
 mod receiver;
+mod run_times;
 mod switch;
 mod transport;
 
