@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ccgym._errors import PerfError
 from ccgym.runner import PROGRESS_STEPS, advance, native, scenario_json
 from ccgym.scenario import parse_value
 
@@ -28,10 +29,6 @@ STANDARD_FLOWS: tuple[int, ...] = (16, 128, 1024, 8192)
 DEFAULT_DURATION = "100ms"
 
 _LAYOUT: dict[int, tuple[int, int]] = {16: (16, 1), 128: (64, 2), 1024: (32, 32), 8192: (64, 128)}
-
-
-class PerfError(RuntimeError):
-    """A benchmark child process failed."""
 
 
 def incast_layout(flows: int) -> tuple[int, int]:

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ccgym.cli.common import num, positive_int, stdout
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     """Adds ``perf``."""
-    from ccgym.perf import DEFAULT_DURATION
-
     p = sub.add_parser(
         "perf", parents=[debug], help="standard incast benchmark (events/s, ns per packet-hop)"
     )
@@ -27,7 +25,9 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         metavar="N",
         help="flow counts (default: 16 128 1024 8192)",
     )
-    p.add_argument("--duration", default=DEFAULT_DURATION, metavar="T", help="simulated time")
+    # The default (ccgym.perf.DEFAULT_DURATION) is filled in by cmd_perf: building the parser
+    # of every command must not import the benchmark.
+    p.add_argument("--duration", metavar="T", help="simulated time")
     p.add_argument(
         "--cc",
         nargs="+",
@@ -74,8 +74,12 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
 
 def cmd_perf(args: argparse.Namespace) -> int:
     """``ccgym perf``: the standard incast benchmark, one fresh process per size."""
-    from ccgym.perf import STANDARD_FLOWS, run_perf
+    from rich.console import Console
 
+    from ccgym.perf import DEFAULT_DURATION, STANDARD_FLOWS, run_perf
+
+    if args.duration is None:
+        args.duration = DEFAULT_DURATION
     if args.agent:
         return _perf_agent(args)
     if args.policy is not None:
@@ -101,6 +105,8 @@ def cmd_perf(args: argparse.Namespace) -> int:
 
 def perf_table(rows: list[dict[str, Any]]) -> Table:
     """The rows of :func:`ccgym.perf.run_perf` as a rich table."""
+    from rich.table import Table
+
     table = Table(title="ccgym perf: standard incast, rates per CPU second of the run loop")
     for title in (
         "cc",
@@ -137,6 +143,8 @@ def perf_table(rows: list[dict[str, Any]]) -> Table:
 
 def native_policy_table(row: dict[str, Any]) -> Table:
     """The native decision cost of a policy (:func:`ccgym.perf.native_decision_ns`)."""
+    from rich.table import Table
+
     shape = "-".join(str(n) for n in row["layers"])
     table = Table(
         title=f"native decision cost: {row['policy']} ({shape})",
@@ -163,6 +171,8 @@ def _native_line(row: dict[str, Any]) -> str:
 
 def _perf_policy(args: argparse.Namespace) -> int:
     """``ccgym perf --policy [NAME]``: native decision cost, float32 and int8 side by side."""
+    from rich.console import Console
+
     from ccgym.perf import native_decision_ns
 
     with Console(stderr=True).status(f"perf --policy: {args.policy} ..."):
@@ -176,6 +186,9 @@ def _perf_policy(args: argparse.Namespace) -> int:
 
 def _perf_agent(args: argparse.Namespace) -> int:
     """``ccgym perf --agent``: decisions per second through the bridge, native decision cost."""
+    from rich.console import Console
+    from rich.table import Table
+
     from ccgym.perf import AGENT_DELAYS, NATIVE_POLICY, measure_agent, native_decision_ns
 
     flows = (args.flows or [1024])[0]
@@ -226,6 +239,9 @@ def _perf_agent(args: argparse.Namespace) -> int:
 
 def _perf_fabric(args: argparse.Namespace) -> int:
     """``ccgym perf --fabric [METHOD ...]``: the fabric entries beside the line-rate incast."""
+    from rich.console import Console
+    from rich.table import Table
+
     from ccgym.perf import FABRIC_INCAST_FLOWS, run_fabric_perf
 
     with Console(stderr=True).status("") as status:
