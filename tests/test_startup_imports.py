@@ -105,7 +105,7 @@ def test_simulate_is_run_without_the_tables() -> None:
     import pandas as pd
 
     import ccgym
-    from ccgym.result import native_tables
+    from ccgym.result import Result
     from ccgym.runner import simulate
 
     overrides = SHORT[1::2]
@@ -117,7 +117,7 @@ def test_simulate_is_run_without_the_tables() -> None:
     for name, columns in raw.series.items():  # as the tables were built before (copied)
         pd.testing.assert_frame_equal(result.series[name], pd.DataFrame(dict(columns)))
 
-    tables = native_tables(raw.series)
+    tables = Result.from_run(raw).series
     for name, columns in raw.series.items():
         for col, values in columns.items():
             if isinstance(values, np.ndarray):

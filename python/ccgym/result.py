@@ -52,8 +52,10 @@ class Result:
 
     @classmethod
     def from_run(cls, raw: NativeRun) -> Result:
-        """Build a result from what :func:`ccgym.runner.simulate` returns."""
-        return cls(raw.summary, native_tables(raw.series), raw.scenario, dict(raw.timing))
+        """Build a result from what :func:`ccgym.runner.simulate` returns; its tables take the
+        arrays of ``raw.series`` without copying them (``raw`` should not be used afterwards)."""
+        tables = native_tables(raw.series, copy=False)
+        return cls(raw.summary, tables, raw.scenario, dict(raw.timing))
 
     def save(self, out_dir: str | Path) -> Path:
         """Write the result to ``out_dir`` (created if needed) and return its path.
@@ -89,15 +91,16 @@ class Result:
 
 
 def native_tables(
-    series: Mapping[str, Mapping[str, np.ndarray | Sequence[str]]],
+    series: Mapping[str, Mapping[str, np.ndarray | Sequence[str]]], *, copy: bool = True
 ) -> dict[str, pd.DataFrame]:
-    """The series tables the native module returns, as DataFrames over the same arrays.
+    """The series tables the native module returns, as DataFrames.
 
-    The native arrays are fresh and owned by nobody else, so the frames take them as they are
-    (``copy=False``: one block per column, not one copy of the whole table into a 2-D block);
-    Parquet writing then reads them in place. Text columns become pandas strings either way.
+    With ``copy=False`` the frames take the native arrays as they are (one block per column
+    rather than a copy of the whole table into a 2-D block), and Parquet writing reads them in
+    place: for arrays nobody else holds, as :func:`ccgym.runner.run`'s. Text columns become
+    pandas strings either way.
     """
-    return {name: pd.DataFrame(dict(columns), copy=False) for name, columns in series.items()}
+    return {name: pd.DataFrame(dict(columns), copy=copy) for name, columns in series.items()}
 
 
 def _read_json(path: Path) -> Any:
