@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from ccgym._errors import (
     CorruptFileError,
@@ -40,8 +40,8 @@ class _VersionAction(argparse.Action):
     """``--version``: the installed version is looked up only when asked for (reading the
     package metadata costs more than parsing the rest of the command line)."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
         from ccgym import __version__
