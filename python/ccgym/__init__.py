@@ -10,7 +10,6 @@ Quick start::
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from ccgym._errors import CorruptFileError, CorruptFileWarning, ScenarioError
@@ -20,10 +19,8 @@ from ccgym.scenario import bundled_scenarios, bundled_workloads, load_scenario
 if TYPE_CHECKING:
     from ccgym.result import Result
 
-try:
-    __version__: str = version("ccgym")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+if TYPE_CHECKING:
+    __version__: str
 
 __all__ = [
     "CorruptFileError",
@@ -47,4 +44,15 @@ def __getattr__(name: str) -> Any:
         from ccgym.result import Result
 
         return Result
+    # The version comes from the package metadata, whose reader (importlib.metadata) costs
+    # more to import than the rest of `ccgym run`'s start-up: read it on first use.
+    if name == "__version__":
+        global __version__
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            __version__ = version("ccgym")
+        except PackageNotFoundError:  # running from a source tree that is not installed
+            __version__ = "0.0.0+unknown"
+        return __version__
     raise AttributeError(f"module 'ccgym' has no attribute {name!r}")

@@ -30,6 +30,11 @@ class CorruptFileWarning(UserWarning):
     run again, a torn last line of a training history is dropped); the message names it."""
 
 
+class PerfError(RuntimeError):
+    """A benchmark child process of ``ccgym perf`` failed (:mod:`ccgym.perf` raises it; it is
+    defined here so that the command line can catch it without importing the benchmark)."""
+
+
 def not_utf8(what: str, error: UnicodeDecodeError) -> ScenarioError:
     """The error for a text file that is not UTF-8: ``what`` names the file; the first bad byte
     is given by line and column, as the TOML and JSON parsers give theirs."""
@@ -52,6 +57,7 @@ __all__ = [
     "CorruptFileError",
     "CorruptFileWarning",
     "InternalError",
+    "PerfError",
     "ScenarioError",
     "invalid_json",
     "not_utf8",

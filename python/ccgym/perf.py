@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ccgym._errors import PerfError
 from ccgym.runner import PROGRESS_STEPS, advance, native, scenario_json
 from ccgym.scenario import parse_value
 
@@ -28,10 +29,6 @@ STANDARD_FLOWS: tuple[int, ...] = (16, 128, 1024, 8192)
 DEFAULT_DURATION = "100ms"
 
 _LAYOUT: dict[int, tuple[int, int]] = {16: (16, 1), 128: (64, 2), 1024: (32, 32), 8192: (64, 128)}
-
-
-class PerfError(RuntimeError):
-    """A benchmark child process failed."""
 
 
 def incast_layout(flows: int) -> tuple[int, int]:
@@ -486,3 +483,345 @@ def run_fabric_perf(
     for r in rows:
         r["ratio_vs_incast"] = r["ns_per_hop"] / base if base and r["ns_per_hop"] else None
     return {"incast": incast, "fabric": rows, "skipped": [m for m in skipped if m not in chosen]}
+
+
+# --------------------------------------------------------------------------- topology entries
+
+TOPOLOGY_FLOWS = 16
+"""The incast size measured beside the topology entries by default (the per-hop reference)."""
+TOPOLOGY_CCS: tuple[str, ...] = ("line_rate", "hpcc")
+"""The CCs of ``ccgym perf --topologies`` by default (issue 21's comparison with htsim: line rate
+with PFC, and HPCC)."""
+POISSON_CDF = "websearch_dctcp2010_hpcc"
+"""The flow sizes of the leaf-spine entry (the DCTCP WebSearch CDF as HPCC used it)."""
+POISSON_LOAD = 0.5
+
+
+def permutation_flows(hosts: int, seed: int = 1) -> list[dict[str, Any]]:
+    """One long flow from every host to the host a random derangement (seeded) gives it: the
+    permutation traffic of htsim's fat-tree runs, every host sending and receiving one flow."""
+    import random
+
+    if hosts < 2:
+        raise ValueError(f"a permutation needs at least 2 hosts, got {hosts}")
+    rng = random.Random(seed)
+    while True:  # uniform among derangements: about e shuffles on average
+        perm = list(range(hosts))
+        rng.shuffle(perm)
+        if all(dst != src for src, dst in enumerate(perm)):
+            break
+    return [{"src": src, "dst": dst, "start": "0s"} for src, dst in enumerate(perm)]
+
+
+def _fat_tree_permutation(k: int) -> dict[str, Any]:
+    return {
+        "topology": {"kind": "fat_tree", "k": k},
+        "workload": [{"kind": "flows", "flows": permutation_flows(k**3 // 4)}],
+        "description": f"fat tree k = {k} ({k**3 // 4} hosts), permutation of long flows",
+    }
+
+
+def _leaf_spine_poisson() -> dict[str, Any]:
+    return {
+        # 144 hosts in 9 racks of 16 under 4 spines, full bisection: the receiver-driven suite's
+        # fabric at 100 Gb/s hosts and 400 Gb/s uplinks.
+        "topology": {
+            "kind": "leaf_spine",
+            "leaves": 9,
+            "spines": 4,
+            "hosts_per_leaf": 16,
+            "fabric_rate": "400Gbps",
+        },
+        "workload": [
+            {"kind": "poisson", "load": POISSON_LOAD, "cdf": POISSON_CDF, "sampling": "interpolate"}
+        ],
+        "description": f"leaf-spine, 144 hosts, Poisson WebSearch at {POISSON_LOAD} load",
+    }
+
+
+TOPOLOGY_ENTRIES: dict[str, tuple[Callable[[], dict[str, Any]], str]] = {
+    "fat-tree-8": (lambda: _fat_tree_permutation(8), "10ms"),
+    "fat-tree-16": (lambda: _fat_tree_permutation(16), "1ms"),
+    "leaf-spine": (_leaf_spine_poisson, "5ms"),
+}
+"""The entries of ``ccgym perf --topologies``: name -> (topology and workload, default simulated
+time). The k = 16 fat tree has 1,024 hosts and runs 1 ms by default (issue 21 measured 74 s of
+CPU for that)."""
+
+
+def topology_scenario(
+    entry: str, duration: str | float | None = None, cc: str = "line_rate"
+) -> dict[str, Any]:
+    """The scenario of the topology entry ``entry`` under ``cc``, ``duration`` long (default the
+    entry's own), with the incast's settings: 100 Gb/s, 1 us links, 1 KiB payloads, PFC, summary
+    window the whole run, no per-flow series."""
+    if entry not in TOPOLOGY_ENTRIES:
+        raise ValueError(f"no topology perf entry {entry!r} (known: {', '.join(TOPOLOGY_ENTRIES)})")
+    make, default_duration = TOPOLOGY_ENTRIES[entry]
+    parts = make()
+    topology = {"link_rate": "100Gbps", "link_delay": "1us", **parts["topology"]}
+    return {
+        "name": f"perf-{entry}",
+        "seed": 1,
+        "duration": default_duration if duration is None else duration,
+        "topology": topology,
+        "switch": {"pfc": {"enabled": True}},
+        "packets": {"payload": 1024},
+        "workload": parts["workload"],
+        "cc": {"algorithm": cc},
+        "metrics": {"flow_series": False},
+    }
+
+
+def topology_description(entry: str) -> str:
+    """One line describing the topology entry ``entry``."""
+    if entry not in TOPOLOGY_ENTRIES:
+        raise ValueError(f"no topology perf entry {entry!r} (known: {', '.join(TOPOLOGY_ENTRIES)})")
+    return str(TOPOLOGY_ENTRIES[entry][0]()["description"])
+
+
+def measure_scenario(data: dict[str, Any]) -> dict[str, Any]:
+    """Run the scenario dict ``data`` in this process and return what :func:`measure` reports
+    for the incast (run-loop CPU, rates per CPU second, set-up, peak memory) plus simulated time
+    per CPU second and the native module that ran it."""
+    from ccgym.scenario import load_scenario
+
+    resolved, base_dir = load_scenario(data)  # bare workload CDF names -> the package's files
+    sim_mod = native()
+    sim = sim_mod.Simulation(scenario_json(resolved), str(base_dir))
+    end = int(sim.end_ps)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    advance(sim, end, max(end // PROGRESS_STEPS, 1))
+    cpu_s, wall_s = time.process_time() - cpu0, time.perf_counter() - wall0
+    events, hops = int(sim.events), int(sim.packet_hops)
+    sim_s = int(sim.now_ps) / 1e12
+    return {
+        "sim_time_s": sim_s,
+        "events": events,
+        "packet_hops": hops,
+        "cpu_s": cpu_s,
+        "wall_s": wall_s,
+        **_speed(events, hops, cpu_s),
+        "sim_per_cpu_s": sim_s / cpu_s if cpu_s > 0 else None,
+        "setup_s": float(sim.setup_seconds),
+        "peak_rss_mb": _peak_rss_mb(),
+        "native_module": str(getattr(sim_mod, "__file__", "")),
+    }
+
+
+def measure_topology(
+    entry: str, duration: str | float | None = None, cc: str = "line_rate"
+) -> dict[str, Any]:
+    """Run the topology entry ``entry`` under ``cc`` in this process; see
+    :func:`measure_scenario`."""
+    data = topology_scenario(entry, duration, cc)
+    row = {"entry": entry, "cc": cc, "hosts": _hosts(data["topology"])}
+    row["flows"] = len(data["workload"][0].get("flows", [])) or None
+    return {**row, **measure_scenario(data)}
+
+
+def _hosts(topology: dict[str, Any]) -> int:
+    if topology["kind"] == "fat_tree":
+        return int(topology["k"]) ** 3 // 4
+    return int(topology["leaves"]) * int(topology["hosts_per_leaf"])
+
+
+# Every benchmark child starts with this code (``python -c``): with CCGYM_PERF_NATIVE set, it
+# loads that build of the native module as ``ccgym._sim`` before the package imports its own
+# (``ccgym perf --compare``); the rest of the child is this checkout's Python.
+_CHILD_CODE = """
+import os, sys
+path = os.environ.get("CCGYM_PERF_NATIVE")
+if path:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ccgym._sim", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["ccgym._sim"] = module
+    spec.loader.exec_module(module)
+from ccgym.perf import _child
+sys.exit(_child(sys.argv[1:]))
+"""
+NATIVE_ENV = "CCGYM_PERF_NATIVE"
+"""The environment variable naming the native module file a benchmark child loads."""
+
+
+def _child(argv: list[str]) -> int:
+    """A benchmark child: ``incast N DURATION CC``, ``topology ENTRY DURATION CC`` or
+    ``fabric METHOD DURATION``; prints one JSON line (with the native module that ran it)."""
+    kind, name, duration = argv[0], argv[1], parse_value(argv[2])
+    try:
+        if kind == "incast":
+            row = measure(int(name), duration, argv[3])
+            row["native_module"] = str(getattr(native(), "__file__", ""))
+        elif kind == "topology":
+            row = measure_topology(name, duration, argv[3])
+        elif kind == "fabric":
+            row = measure_fabric(name, duration)
+            row["native_module"] = str(getattr(native(), "__file__", ""))
+        else:
+            raise ValueError(f"unknown benchmark kind {kind!r}")
+    except (ValueError, ImportError) as e:  # ValueError includes ScenarioError
+        print(f"error: {e}", file=sys.stderr)
+        return 2 if isinstance(e, ValueError) else 1
+    print(json.dumps(row))
+    return 0
+
+
+PerfJob = tuple[str, ...]
+"""One benchmark child's arguments: ``("incast", N, DURATION, CC)``, ``("topology", ENTRY,
+DURATION, CC)`` or ``("fabric", METHOD, DURATION)``."""
+
+
+def run_child(job: PerfJob, native_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Run one benchmark child in a fresh process, with this checkout's native module or, with
+    ``native_path``, that file; returns its row."""
+    env = dict(os.environ)
+    env.pop(NATIVE_ENV, None)
+    if native_path is not None:
+        env[NATIVE_ENV] = os.fspath(native_path)
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD_CODE, *job], capture_output=True, text=True, env=env
+    )
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
+        build = f" with {os.fspath(native_path)}" if native_path is not None else ""
+        raise PerfError(
+            f"perf run {' '.join(job)}{build} failed: {lines[-1].removeprefix('error: ')}"
+        )
+    row: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return row
+
+
+def run_topology_perf(
+    entries: Iterable[str] | None = None,
+    duration: str | float | None = None,
+    ccs: Iterable[str] = TOPOLOGY_CCS,
+    incast_flows: Iterable[int] = (TOPOLOGY_FLOWS,),
+    incast_duration: str | float = DEFAULT_DURATION,
+    on_start: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The topology entries (default all of :data:`TOPOLOGY_ENTRIES`, each ``duration`` long or
+    its own default) under each CC, beside the incast under the same CCs, each in its own
+    process.
+
+    Returns ``{"incast": [rows of run_perf], "topology": [rows]}``. Each topology row gets
+    ``ratio_vs_incast`` (its ns per packet-hop over the mean of the incast rows' under the same
+    CC) and, for a fat tree larger than another measured under the same CC,
+    ``ratio_vs_smaller_fat_tree`` (over the smallest one's): both measured in the same
+    invocation, so that they hold on a noisy machine.
+    """
+    chosen = list(entries) if entries is not None else list(TOPOLOGY_ENTRIES)
+    for entry in chosen:
+        topology_description(entry)  # an unknown entry fails before anything runs
+    ccs = list(dict.fromkeys(ccs))
+    incast = run_perf(incast_flows, incast_duration, on_start=on_start, ccs=ccs)
+    rows = []
+    for cc in ccs:
+        for entry in chosen:
+            if on_start is not None:
+                on_start(f"{entry}, {cc}")
+            d = TOPOLOGY_ENTRIES[entry][1] if duration is None else duration
+            rows.append(run_child(("topology", entry, str(d), cc)))
+    for r in rows:
+        ref = [b["ns_per_hop"] for b in incast if b["cc"] == r["cc"] and b["ns_per_hop"]]
+        base = sum(ref) / len(ref) if ref else None
+        r["ratio_vs_incast"] = r["ns_per_hop"] / base if base and r["ns_per_hop"] else None
+        trees = [
+            b
+            for b in rows
+            if b["cc"] == r["cc"] and b["entry"].startswith("fat-tree") and b["ns_per_hop"]
+        ]
+        smallest = min(trees, key=lambda b: b["hosts"], default=None)
+        ok = r["entry"].startswith("fat-tree") and smallest is not None and r["ns_per_hop"]
+        r["ratio_vs_smaller_fat_tree"] = (
+            r["ns_per_hop"] / smallest["ns_per_hop"]
+            if ok and smallest is not None and smallest["hosts"] < r["hosts"]
+            else None
+        )
+    return {"incast": incast, "topology": rows}
+
+
+# --------------------------------------------------------------------------- two builds
+
+
+def find_native(path: str | os.PathLike[str]) -> Path:
+    """The native module file of another build: ``path`` itself when it is a file, else the
+    ``_sim*.so`` (or ``.pyd``) in ``path``, ``path/ccgym`` or ``path/python/ccgym`` (a checkout,
+    its ``python`` folder or its package folder).
+
+    Raises:
+        PerfError: no such file, or several candidates in the first folder that has any.
+    """
+    p = Path(path)
+    if p.is_file():
+        return p.resolve()
+    if not p.exists():
+        raise PerfError(f"--compare: no such file or folder: {p}")
+    for folder in (p, p / "ccgym", p / "python" / "ccgym"):
+        found = sorted(folder.glob("_sim*.so")) + sorted(folder.glob("_sim*.pyd"))
+        if len(found) == 1:
+            return found[0].resolve()
+        if found:
+            names = ", ".join(f.name for f in found)
+            raise PerfError(f"--compare: several native modules in {folder} ({names}); give one")
+    raise PerfError(f"--compare: no native module (_sim*.so) in {p}, {p}/ccgym or {p}/python/ccgym")
+
+
+def job_label(job: PerfJob) -> str:
+    """A benchmark child's arguments for humans: ``incast 16, line_rate``."""
+    kind, name = job[0], job[1]
+    if kind == "incast":
+        return f"incast {name} flows, {job[3]}"
+    if kind == "topology":
+        return f"{name}, {job[3]}"
+    return f"fabric {name}"
+
+
+def compare_builds(
+    jobs: Iterable[PerfJob],
+    other: str | os.PathLike[str],
+    rounds: int = 2,
+    on_start: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Each job with this build (``new``) and with the native module ``other`` (``old``, a file
+    or a folder, see :func:`find_native`), alternated: new, old, new, old, ... ``rounds`` times
+    per job, each run in its own process.
+
+    One row per job: per side its runs, the least ns per packet-hop and peak memory among them
+    and the native module it loaded; ``ratio_ns_per_hop`` and ``ratio_peak_rss`` are new / old of
+    those; ``same_counts`` says whether both builds simulated the same events and packet-hops
+    (an optimisation should not change them).
+    """
+    if rounds < 1:
+        raise ValueError(f"rounds must be positive, got {rounds}")
+    old_path = find_native(other)
+    out = []
+    for job in jobs:
+        runs: dict[str, list[dict[str, Any]]] = {"new": [], "old": []}
+        for i in range(rounds):
+            for side, path in (("new", None), ("old", old_path)):
+                if on_start is not None:
+                    on_start(f"{job_label(job)}: {side} build, round {i + 1} of {rounds}")
+                runs[side].append(run_child(job, path))
+        row: dict[str, Any] = {"job": list(job), "label": job_label(job)}
+        for side, side_runs in runs.items():
+            per_hop = [r["ns_per_hop"] for r in side_runs if r["ns_per_hop"]]
+            row[side] = {
+                "native_module": side_runs[0]["native_module"],
+                "ns_per_hop": min(per_hop) if per_hop else None,
+                "peak_rss_mb": min(r["peak_rss_mb"] for r in side_runs),
+                "runs": side_runs,
+            }
+        new, old = row["new"], row["old"]
+        row["ratio_ns_per_hop"] = (
+            new["ns_per_hop"] / old["ns_per_hop"]
+            if new["ns_per_hop"] and old["ns_per_hop"]
+            else None
+        )
+        row["ratio_peak_rss"] = new["peak_rss_mb"] / old["peak_rss_mb"]
+        counts = {(r["events"], r["packet_hops"]) for s in runs.values() for r in s}
+        row["same_counts"] = len(counts) == 1
+        out.append(row)
+    return out

@@ -7,10 +7,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from ccgym.runner import NativeRun
 
 SUMMARY_FILE = "summary.json"
 SCENARIO_FILE = "scenario.json"
@@ -45,8 +48,14 @@ class Result:
         timing: dict[str, float] | None = None,
     ) -> Result:
         """Build a result from what ``ccgym._sim.Simulation.finish()`` returns."""
-        tables = {name: pd.DataFrame(dict(columns)) for name, columns in series.items()}
-        return cls(json.loads(summary_json), tables, scenario, dict(timing or {}))
+        return cls(json.loads(summary_json), native_tables(series), scenario, dict(timing or {}))
+
+    @classmethod
+    def from_run(cls, raw: NativeRun) -> Result:
+        """Build a result from what :func:`ccgym.runner.simulate` returns; its tables take the
+        arrays of ``raw.series`` without copying them (``raw`` should not be used afterwards)."""
+        tables = native_tables(raw.series, copy=False)
+        return cls(raw.summary, tables, raw.scenario, dict(raw.timing))
 
     def save(self, out_dir: str | Path) -> Path:
         """Write the result to ``out_dir`` (created if needed) and return its path.
@@ -79,6 +88,19 @@ class Result:
         name = self.summary.get("scenario") or self.scenario.get("name") or "?"
         tables = ", ".join(f"{k}[{len(v)}]" for k, v in self.series.items())
         return f"<ccgym.Result {name!r} events={self.summary.get('events')} series: {tables}>"
+
+
+def native_tables(
+    series: Mapping[str, Mapping[str, np.ndarray | Sequence[str]]], *, copy: bool = True
+) -> dict[str, pd.DataFrame]:
+    """The series tables the native module returns, as DataFrames.
+
+    With ``copy=False`` the frames take the native arrays as they are (one block per column
+    rather than a copy of the whole table into a 2-D block), and Parquet writing reads them in
+    place: for arrays nobody else holds, as :func:`ccgym.runner.run`'s. Text columns become
+    pandas strings either way.
+    """
+    return {name: pd.DataFrame(dict(columns), copy=copy) for name, columns in series.items()}
 
 
 def _read_json(path: Path) -> Any:

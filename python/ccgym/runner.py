@@ -7,7 +7,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ccgym.scenario import ScenarioSpec, load_scenario
 
@@ -85,6 +85,20 @@ def describe_estimate(est: dict[str, Any]) -> str:
     return "estimate: " + ", ".join(parts)
 
 
+class NativeRun(NamedTuple):
+    """What a run produced, as the native module hands it over (no pandas): what
+    :func:`simulate` returns, and :func:`run` turns into a :class:`~ccgym.Result`."""
+
+    summary: dict[str, Any]
+    """The summary metrics (``Result.summary``)."""
+    series: dict[str, dict[str, Any]]
+    """Per table name, its columns: NumPy arrays (numbers) or lists (text)."""
+    scenario: dict[str, Any]
+    """The scenario as it was simulated (``Result.scenario``)."""
+    timing: dict[str, float]
+    """Wall-clock facts of the run (``Result.timing``)."""
+
+
 def run(
     scenario: ScenarioSpec,
     *,
@@ -112,6 +126,38 @@ def run(
     Warns:
         LargeRunWarning: the run is estimated to need more than 1 GiB of memory.
     """
+    raw = _simulate(scenario, overrides, cc, progress, on_estimate, warn_stacklevel=3)
+    from ccgym.result import Result  # pandas: imported only when needed
+
+    return Result.from_run(raw)
+
+
+def simulate(
+    scenario: ScenarioSpec,
+    *,
+    overrides: Iterable[str] | None = None,
+    cc: str | None = None,
+    progress: bool = False,
+    on_estimate: Callable[[dict[str, Any]], None] | None = None,
+) -> NativeRun:
+    """:func:`run` without the pandas tables: the summary and the series' columns as the
+    native module returns them. For callers that need only the summary, or write the series
+    themselves (``ccgym run`` imports pandas only with ``--out``); arguments, errors and
+    warnings as :func:`run`'s."""
+    return _simulate(scenario, overrides, cc, progress, on_estimate, warn_stacklevel=3)
+
+
+def _simulate(
+    scenario: ScenarioSpec,
+    overrides: Iterable[str] | None,
+    cc: str | None,
+    progress: bool,
+    on_estimate: Callable[[dict[str, Any]], None] | None,
+    *,
+    warn_stacklevel: int,
+) -> NativeRun:
+    """:func:`run`'s work; ``warn_stacklevel`` points a LargeRunWarning at the public
+    function's caller."""
     data, base_dir = load_scenario(scenario, overrides, cc=cc)
     sim_mod = native()
     t_start = time.perf_counter()
@@ -124,7 +170,7 @@ def run(
             f"{data.get('name', 'scenario')}: {describe_estimate(est)}; "
             "see docs/scenarios.md, 'Limits and budgets'",
             LargeRunWarning,
-            stacklevel=2,
+            stacklevel=warn_stacklevel,
         )
     end = int(sim.end_ps)
     step = max(end // PROGRESS_STEPS, 1)
@@ -138,8 +184,6 @@ def run(
     summary_json, series = sim.finish()
     t_end = time.perf_counter()
 
-    from ccgym.result import Result  # pandas: imported only when needed
-
     run_s = t_finish - t_run
     timing = {
         "setup_s": float(sim.setup_seconds),
@@ -148,7 +192,7 @@ def run(
         "wall_s": t_end - t_start,
         "events_per_s": sim.events / run_s if run_s > 0 else float("nan"),
     }
-    return Result.from_native(summary_json, series, data, timing)
+    return NativeRun(json.loads(summary_json), dict(series), data, timing)
 
 
 def advance(sim: Any, end: int, step: int, on_step: Callable[[], None] | None = None) -> None:

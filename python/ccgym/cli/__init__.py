@@ -8,7 +8,9 @@
 
 User mistakes (a bad scenario, a missing file) print one red ``error: ...`` line on stderr and
 exit with status 2; ``--debug`` shows the traceback instead. Commands import what they need
-when they run, so ``ccgym run``, ``ccgym perf`` and ``ccgym bench`` never import PyTorch.
+when they run, so ``ccgym run``, ``ccgym perf`` and ``ccgym bench`` never import PyTorch, and
+building the parser imports no command's machinery (the benchmark, the bench runner, rich's
+console, pandas): ``ccgym run`` pays only for what it uses.
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ from __future__ import annotations
 import argparse
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
-from rich.console import Console
-from rich.text import Text
-
-from ccgym._errors import CorruptFileError, CorruptFileWarning, InternalError, ScenarioError
+from ccgym._errors import (
+    CorruptFileError,
+    CorruptFileWarning,
+    InternalError,
+    PerfError,
+    ScenarioError,
+)
 from ccgym.cli import bench, learning, perf, run
 from ccgym.cli.common import summary_table
-from ccgym.perf import PerfError
 
 __all__ = ["EXIT_FAILURE", "EXIT_USER_ERROR", "build_parser", "main", "summary_table"]
 
@@ -32,10 +36,22 @@ EXIT_USER_ERROR = 2
 EXIT_FAILURE = 1
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version is looked up only when asked for (reading the
+    package metadata costs more than parsing the rest of the command line)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from ccgym import __version__
+
+        print(f"ccgym {__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ccgym`` command."""
-    from ccgym import __version__
-
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
@@ -43,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ccgym", description="Datacenter congestion-control simulator.", parents=[debug]
     )
-    parser.add_argument("--version", action="version", version=f"ccgym {__version__}")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in (run, perf, learning, bench):
         group.register(sub, debug)
@@ -51,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _error(message: str) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
     line = " ".join(part.strip() for part in str(message).strip().splitlines())
     Console(stderr=True, highlight=False, soft_wrap=True).print(Text(line, style="red"))
 
@@ -73,6 +94,9 @@ def _one_line_warnings(fallback: ShowWarning) -> ShowWarning:
         if not issubclass(category, CorruptFileWarning):
             fallback(message, category, filename, lineno, file, line)
             return
+        from rich.console import Console
+        from rich.text import Text
+
         text = " ".join(part.strip() for part in str(message).strip().splitlines())
         Console(stderr=True, highlight=False, soft_wrap=True).print(
             Text(f"warning: {text}", style="yellow")

@@ -7,8 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from ccgym.cli.common import path_arg, positive_int, stdout
 
 
@@ -67,6 +65,8 @@ def _ray_address(text: str) -> str:
 def cmd_bench(args: argparse.Namespace) -> int:
     """``ccgym bench``: run a suite (cached, in parallel) and print its table."""
     from pathlib import Path
+
+    from rich.console import Console
 
     from ccgym.bench.runner import load_suite, run_suite
     from ccgym.bench.tables import build_rows, rich_table, table_spec, write_tables

@@ -1,14 +1,18 @@
 """What the command groups of the ``ccgym`` command line share: number formatting, the
-console for tables, the run-summary table (``run`` and ``eval``) and argument types."""
+console for tables, the run-summary table (``run`` and ``eval``) and argument types.
+
+rich is imported by the functions that draw (it is a good part of a short run's start-up, and
+``ccgym run --quiet`` draws nothing)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 DASH = "–"
 
@@ -60,6 +64,8 @@ def pct(x: Any) -> str:
 
 def summary_table(summary: dict[str, Any], timing: dict[str, Any] | None = None) -> Table:
     """The summary of a run as a two-column rich table."""
+    from rich.table import Table
+
     s, t = summary, timing or {}
     bn, net, fl, paper = s.get("bottleneck"), s.get("network"), s.get("flows"), s.get("paper")
     window = get(s, "window_s") or []
@@ -207,6 +213,8 @@ STATS = ("mean", "p50", "p95", "p99")
 
 def stdout() -> Console:
     """A console for tables; as wide as the table needs when stdout is not a terminal."""
+    from rich.console import Console
+
     console = Console()
     return console if console.is_terminal else Console(width=200)
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ccgym._errors import ScenarioError
 from ccgym.cli.common import QUEUE_LAT, get, num, nums, path_arg, pct, stdout, summary_table
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def register(sub: Any, debug: argparse.ArgumentParser) -> None:
@@ -114,6 +114,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def eval_table(rows: list[tuple[str, str, dict[str, Any]]]) -> Table:
     """One line per (scenario, controller) run: the ADPG paper's metrics."""
+    from rich.table import Table
+
     table = Table(title="ccgym eval")
     for title in (
         "scenario", "controller", "utilisation", "Jain", "min/max", "queue lat. mean / p99",
@@ -138,6 +140,8 @@ def eval_table(rows: list[tuple[str, str, dict[str, Any]]]) -> Table:
 def cmd_eval(args: argparse.Namespace) -> int:
     """``ccgym eval POLICY SCENARIO...``: run scenarios with a native policy."""
     from pathlib import Path
+
+    from rich.console import Console
 
     from ccgym import policies
     from ccgym.runner import run

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+from ccgym.cli.common import num, path_arg, positive_int, stdout
 
-from ccgym.cli.common import num, positive_int, stdout
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     """Adds ``perf``."""
-    from ccgym.perf import DEFAULT_DURATION
-
     p = sub.add_parser(
         "perf", parents=[debug], help="standard incast benchmark (events/s, ns per packet-hop)"
     )
@@ -27,7 +25,9 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         metavar="N",
         help="flow counts (default: 16 128 1024 8192)",
     )
-    p.add_argument("--duration", default=DEFAULT_DURATION, metavar="T", help="simulated time")
+    # The default (ccgym.perf.DEFAULT_DURATION) is filled in by cmd_perf: building the parser
+    # of every command must not import the benchmark.
+    p.add_argument("--duration", metavar="T", help="simulated time")
     p.add_argument(
         "--cc",
         nargs="+",
@@ -68,18 +68,61 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         "line-rate incast (--flows, default 16): ns per packet-hop and simulated time per CPU "
         "second",
     )
+    p.add_argument(
+        "--topologies",
+        nargs="*",
+        metavar="ENTRY",
+        help="fat trees k = 8 and k = 16 (a permutation of long flows) and a 144-host leaf-spine "
+        "(Poisson WebSearch at 0.5 load), 100 Gb/s, 1 us, 1 KiB packets, PFC, under line rate "
+        "and --cc (default hpcc), beside the incast under the same CCs (--flows, default 16): "
+        "ns per packet-hop and its ratio to the incast's; entries fat-tree-8, fat-tree-16, "
+        "leaf-spine (default all)",
+    )
+    p.add_argument(
+        "--topology-duration",
+        metavar="T",
+        help="simulated time of each --topologies entry (default: fat-tree-8 10ms, "
+        "fat-tree-16 1ms, leaf-spine 5ms)",
+    )
+    p.add_argument(
+        "--compare",
+        type=path_arg,
+        metavar="PATH",
+        help="another build of the native module (a _sim*.so file, or a checkout, its python "
+        "folder or its package folder): every run chosen by the other options goes alternately "
+        "with this build and that one (new, old, new, old, ...), each in its own process; "
+        "prints new / old per run",
+    )
+    p.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=2,
+        metavar="N",
+        help="runs per build and per row with --compare (default 2)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_perf)
 
 
 def cmd_perf(args: argparse.Namespace) -> int:
     """``ccgym perf``: the standard incast benchmark, one fresh process per size."""
-    from ccgym.perf import STANDARD_FLOWS, run_perf
+    from rich.console import Console
 
+    from ccgym._errors import PerfError
+    from ccgym.perf import DEFAULT_DURATION, STANDARD_FLOWS, run_perf
+
+    if args.duration is None:
+        args.duration = DEFAULT_DURATION
+    if args.compare is not None:
+        return _perf_compare(args)
     if args.agent:
         return _perf_agent(args)
     if args.policy is not None:
         return _perf_policy(args)
+    if args.topologies is not None:
+        if args.fabric is not None:
+            raise PerfError("give --topologies or --fabric, not both (--compare takes both)")
+        return _perf_topologies(args)
     if args.fabric is not None:
         return _perf_fabric(args)
     flows = args.flows or list(STANDARD_FLOWS)
@@ -101,6 +144,8 @@ def cmd_perf(args: argparse.Namespace) -> int:
 
 def perf_table(rows: list[dict[str, Any]]) -> Table:
     """The rows of :func:`ccgym.perf.run_perf` as a rich table."""
+    from rich.table import Table
+
     table = Table(title="ccgym perf: standard incast, rates per CPU second of the run loop")
     for title in (
         "cc",
@@ -137,6 +182,8 @@ def perf_table(rows: list[dict[str, Any]]) -> Table:
 
 def native_policy_table(row: dict[str, Any]) -> Table:
     """The native decision cost of a policy (:func:`ccgym.perf.native_decision_ns`)."""
+    from rich.table import Table
+
     shape = "-".join(str(n) for n in row["layers"])
     table = Table(
         title=f"native decision cost: {row['policy']} ({shape})",
@@ -163,6 +210,8 @@ def _native_line(row: dict[str, Any]) -> str:
 
 def _perf_policy(args: argparse.Namespace) -> int:
     """``ccgym perf --policy [NAME]``: native decision cost, float32 and int8 side by side."""
+    from rich.console import Console
+
     from ccgym.perf import native_decision_ns
 
     with Console(stderr=True).status(f"perf --policy: {args.policy} ..."):
@@ -176,6 +225,9 @@ def _perf_policy(args: argparse.Namespace) -> int:
 
 def _perf_agent(args: argparse.Namespace) -> int:
     """``ccgym perf --agent``: decisions per second through the bridge, native decision cost."""
+    from rich.console import Console
+    from rich.table import Table
+
     from ccgym.perf import AGENT_DELAYS, NATIVE_POLICY, measure_agent, native_decision_ns
 
     flows = (args.flows or [1024])[0]
@@ -226,6 +278,9 @@ def _perf_agent(args: argparse.Namespace) -> int:
 
 def _perf_fabric(args: argparse.Namespace) -> int:
     """``ccgym perf --fabric [METHOD ...]``: the fabric entries beside the line-rate incast."""
+    from rich.console import Console
+    from rich.table import Table
+
     from ccgym.perf import FABRIC_INCAST_FLOWS, run_fabric_perf
 
     with Console(stderr=True).status("") as status:
@@ -274,4 +329,165 @@ def _perf_fabric(args: argparse.Namespace) -> int:
     console.print(table)
     if out["skipped"]:
         console.print(f"skipped (CC not built in): {', '.join(out['skipped'])}")
+    return 0
+
+
+def _topology_ccs(args: argparse.Namespace) -> list[str]:
+    """Line rate, and ``--cc`` (default HPCC): the CCs of the topology entries."""
+    return ["line_rate"] + [c for c in args.cc or ["hpcc"] if c != "line_rate"]
+
+
+def topology_table(rows: list[dict[str, Any]]) -> Table:
+    """The rows of :func:`ccgym.perf.run_topology_perf`'s ``topology`` as a rich table."""
+    from rich.table import Table
+
+    table = Table(
+        title="ccgym perf --topologies: 100 Gb/s, 1 us, 1 KiB, PFC, per CPU second of the run loop"
+    )
+    for title in (
+        "entry",
+        "cc",
+        "hosts",
+        "sim time",
+        "events",
+        "hops",
+        "hops/s",
+        "ns/hop",
+        "vs incast",
+        "vs smaller tree",
+        "set-up",
+        "peak RSS",
+    ):
+        table.add_column(title, justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            r["entry"],
+            r["cc"],
+            num(r["hosts"]),
+            num(r["sim_time_s"] * 1e3, unit="ms"),
+            num(r["events"]),
+            num(r["packet_hops"]),
+            num(r["hops_per_s"], ".2f", "M", scale=1e-6),
+            num(r["ns_per_hop"], ".1f"),
+            num(r.get("ratio_vs_incast"), ".2f", "×"),
+            num(r.get("ratio_vs_smaller_fat_tree"), ".2f", "×"),
+            num(r["setup_s"], unit="ms", scale=1e3),
+            num(r["peak_rss_mb"], ".0f", "MB"),
+        )
+    return table
+
+
+def _perf_topologies(args: argparse.Namespace) -> int:
+    """``ccgym perf --topologies [ENTRY ...]``: fat trees and a leaf-spine beside the incast."""
+    from rich.console import Console
+
+    from ccgym.perf import TOPOLOGY_ENTRIES, TOPOLOGY_FLOWS, run_topology_perf, topology_description
+
+    with Console(stderr=True).status("") as status:
+        out = run_topology_perf(
+            args.topologies or None,
+            args.topology_duration,
+            ccs=_topology_ccs(args),
+            incast_flows=args.flows or [TOPOLOGY_FLOWS],
+            incast_duration=args.duration,
+            on_start=lambda label: status.update(f"perf: {label} ..."),
+        )
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    console = stdout()
+    console.print(perf_table(out["incast"]))
+    console.print(topology_table(out["topology"]))
+    for entry in args.topologies or TOPOLOGY_ENTRIES:
+        console.print(f"{entry}: {topology_description(entry)}", highlight=False)
+    return 0
+
+
+def compare_jobs(args: argparse.Namespace) -> list[tuple[str, ...]]:
+    """The runs ``--compare`` alternates: the incast (``--flows``, default the standard sizes,
+    or 16 beside ``--topologies``/``--fabric``) under line rate and ``--cc``, the topology
+    entries and the fabric entries when asked for."""
+    from ccgym.perf import (
+        DEFAULT_DURATION,
+        STANDARD_FLOWS,
+        TOPOLOGY_ENTRIES,
+        TOPOLOGY_FLOWS,
+        fabric_methods,
+    )
+
+    duration = args.duration or DEFAULT_DURATION
+    extra = args.topologies is not None or args.fabric is not None
+    flows = args.flows or ([TOPOLOGY_FLOWS] if extra else list(STANDARD_FLOWS))
+    if args.topologies is not None:
+        ccs = _topology_ccs(args)
+    else:
+        ccs = ["line_rate"] + [c for c in args.cc or [] if c != "line_rate"]
+    jobs = [("incast", str(n), str(duration), cc) for cc in ccs for n in flows]
+    if args.topologies is not None:
+        for cc in ccs:
+            for entry in args.topologies or TOPOLOGY_ENTRIES:
+                own = args.topology_duration or TOPOLOGY_ENTRIES[entry][1]
+                jobs.append(("topology", entry, str(own), cc))
+    if args.fabric is not None:
+        methods = args.fabric or fabric_methods()[0]
+        jobs += [("fabric", m, str(duration)) for m in methods]
+    return jobs
+
+
+def compare_table(rows: list[dict[str, Any]]) -> Table:
+    """The rows of :func:`ccgym.perf.compare_builds` as a rich table."""
+    from rich.table import Table
+
+    first = rows[0] if rows else {"new": {}, "old": {}}
+    builds = (f"{side}: {first[side].get('native_module')}" for side in ("new", "old"))
+    table = Table(
+        title="ccgym perf --compare: new / old, least ns per packet-hop of each build's runs",
+        caption="\n".join(builds),
+    )
+    for title in ("run", "runs", "new ns/hop", "old ns/hop", "new / old", "RSS new / old", "same"):
+        table.add_column(title, justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            r["label"],
+            f"{len(r['new']['runs'])} + {len(r['old']['runs'])}",
+            num(r["new"]["ns_per_hop"], ".1f"),
+            num(r["old"]["ns_per_hop"], ".1f"),
+            num(r["ratio_ns_per_hop"], ".3f", "×"),
+            num(r["ratio_peak_rss"], ".2f", "×"),
+            "yes" if r["same_counts"] else "NO",
+        )
+    return table
+
+
+def _perf_compare(args: argparse.Namespace) -> int:
+    """``ccgym perf --compare PATH``: this build and another alternated, new / old per run."""
+    from rich.console import Console
+
+    from ccgym._errors import PerfError
+    from ccgym.perf import compare_builds
+
+    if args.agent or args.policy is not None:
+        raise PerfError(
+            "--compare measures simulator runs (the incast, --topologies, --fabric), "
+            "not --agent or --policy"
+        )
+    jobs = compare_jobs(args)
+    with Console(stderr=True).status("") as status:
+        rows = compare_builds(
+            jobs,
+            args.compare,
+            rounds=args.rounds,
+            on_start=lambda label: status.update(f"perf --compare: {label} ..."),
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    console = stdout()
+    console.print(compare_table(rows))
+    if not all(r["same_counts"] for r in rows):
+        console.print(
+            "same = NO: the builds simulated different numbers of events or packet-hops "
+            "(their results differ)",
+            highlight=False,
+        )
     return 0

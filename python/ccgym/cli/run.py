@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ccgym.cli.common import path_arg, stdout, summary_table
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def register(sub: Any, debug: argparse.ArgumentParser) -> None:
@@ -44,15 +44,21 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``ccgym run``: simulate a scenario, print its summary, optionally save the results."""
-    from ccgym.runner import run
+    """``ccgym run``: simulate a scenario, print its summary, optionally save the results.
+
+    The series become pandas tables (and pandas is imported) only with ``--out``, to be written.
+    """
+    from ccgym.runner import simulate
 
     overrides = list(args.set or [])
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
-    out = stdout()
-    progress = not args.quiet and Console(stderr=True).is_terminal
-    result = run(
+    progress = False
+    if not args.quiet:
+        from rich.console import Console
+
+        progress = Console(stderr=True).is_terminal
+    raw = simulate(
         args.scenario,
         overrides=overrides,
         cc=args.cc,
@@ -60,15 +66,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         on_estimate=None if args.quiet else _print_estimate,
     )
     if not args.quiet:
-        out.print(summary_table(result.summary, result.timing))
+        stdout().print(summary_table(raw.summary, raw.timing))
     if args.out is not None:
-        path = result.save(args.out)
-        out.print(f"results: {path}", highlight=False, soft_wrap=True)
+        from ccgym.result import Result
+
+        path = Result.from_run(raw).save(args.out)
+        stdout().print(f"results: {path}", highlight=False, soft_wrap=True)
     return 0
 
 
 def _print_estimate(est: dict[str, Any]) -> None:
     """Print the cost estimate of a run on stderr before it starts (yellow when large)."""
+    from rich.console import Console
+
     from ccgym.runner import describe_estimate
 
     large = est["memory_bytes"] > est["warn_memory"]
@@ -78,6 +88,8 @@ def _print_estimate(est: dict[str, Any]) -> None:
 
 def cc_table(catalogue: list[tuple[str, str, list[tuple[str, str, str]]]]) -> Table:
     """The congestion-control algorithms with their parameters and defaults."""
+    from rich.table import Table
+
     table = Table(title="congestion control (use with --cc NAME, tune with --set cc.PARAM=V)")
     for title in ("algorithm", "parameter", "default", "meaning"):
         table.add_column(title, overflow="fold")
