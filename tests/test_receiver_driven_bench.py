@@ -49,6 +49,9 @@ def test_bundled_suite_methods_are_presets() -> None:
     ph = next(j for j in jobs if j.method == "phost")
     assert ph.preset is not None
     assert {"host.scheduler=srpt", "host.burst=1500"} <= set(ph.preset["overrides"])
+    # YAPS's control packets are a bare 40-byte header, for both designs.
+    assert {"packets.ack=40", "packets.rts=40", "packets.grant=40"} <= set(ph.preset["overrides"])
+    assert "packets.ack=40" in pf.preset["overrides"]
 
 
 def test_preset_overrides_come_after_the_cc_and_the_scenario(tmp_path: Path) -> None:

@@ -431,6 +431,13 @@ pub struct HostConfig {
     /// flow's last token, or after a skipped flow's last token, before it
     /// asks again for what is missing.
     pub hopass_resend_timeout: f64,
+    /// pHost: the receiver's token clock counts the downlink time of the
+    /// pHost control packets (tokens, RTSs) that arrive at its host, so that
+    /// tokens and control together stay within the downlink's rate; `false`:
+    /// one token per full-packet time whatever else the downlink carries
+    /// (YAPS), which lets a standing queue grow at a host that both sends
+    /// and receives.
+    pub phost_count_control: bool,
 }
 
 impl Default for HostConfig {
@@ -473,6 +480,7 @@ impl Default for HostConfig {
             hopass_pioneers: None,
             hopass_window: 100,
             hopass_resend_timeout: 25.0,
+            phost_count_control: true,
         }
     }
 }

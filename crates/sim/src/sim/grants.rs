@@ -104,6 +104,7 @@ impl Simulation {
         };
         self.pool.free(pid);
         if self.flows[fid as usize].path.transport == Transport::PHost {
+            self.phost_downlink_control(h, self.scenario.packets.rts as u64);
             self.phost_on_rts(h, fid, announced);
             return;
         }
@@ -250,6 +251,23 @@ impl Simulation {
     fn sender_t_pkt(&self, fid: u32) -> Time {
         let full = (self.scenario.packets.payload + self.scenario.packets.header) as u64;
         ser_time(full, self.flows[fid as usize].ctl.line_rate as u64)
+    }
+
+    /// A pHost control packet of `bytes` bytes (a token or an RTS) arrived
+    /// at host `h`: its downlink carried it in time the receiver's token
+    /// clock counted as free for data, so the next token waits that much
+    /// longer (only while tokens are being paced: an idle downlink had room).
+    fn phost_downlink_control(&mut self, h: u32, bytes: u64) {
+        if !self.scenario.host.phost_count_control {
+            return;
+        }
+        let g = &self.hosts[h as usize].grants;
+        if g.policy != GrantPolicy::PHost || g.next_token <= self.now {
+            return;
+        }
+        let nic = self.hosts[h as usize].port as usize;
+        let t = ser_time(bytes, self.ports[self.ports[nic].peer as usize].rate_bps);
+        self.hosts[h as usize].grants.next_token += t;
     }
 
     /// pHost flow `fid` starts: its free tokens, then its request-to-send.
@@ -414,7 +432,10 @@ impl Simulation {
             let p = self.pool.get(pid);
             (p.flow, p.seq, p.payload, p.rank as u64)
         };
+        let size = self.pool.get(pid).size as u64;
         self.pool.free(pid);
+        let src = self.flows[fid as usize].path.src;
+        self.phost_downlink_control(src, size);
         let ttl = (self.scenario.host.phost_token_ttl * self.sender_t_pkt(fid) as f64) as Time;
         self.keep_token(fid, self.now + ttl, offset, number, missing);
     }
