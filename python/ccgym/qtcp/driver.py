@@ -43,9 +43,16 @@ __all__ = [
     "with_learner",
 ]
 
-QTCP_FEATURES = ("send_gap_over_min", "ack_gap_over_min", "rtt_ewma_over_min", "window_packets")
-"""Observation of a QTCP agent: QTCP's three state variables, then the window in packets (not
-learnt from; recorded for the cwnd plots)."""
+QTCP_FEATURES = (
+    "send_gap_over_min",
+    "ack_gap_over_min",
+    "rtt_ewma_over_min",
+    "window_packets",
+    "throughput",
+)
+"""Observation of a QTCP agent: QTCP's three state variables, then the window in packets and
+the interval's delivery rate as a fraction of line rate (not learnt from; recorded for the
+figures)."""
 
 STATE_DIMS = 3
 
@@ -163,7 +170,8 @@ class QtcpRun:
     log: dict[str, np.ndarray]
     """One entry per decision: ``time_s``, ``flow``, ``cwnd_bytes`` (window when deciding),
     ``utility`` (of the interval that just closed), ``reward`` (of the previous action; NaN at
-    a flow's first decision), ``action`` (-1 at a flow's end) and ``state`` (K x 3, raw)."""
+    a flow's first decision), ``action`` (-1 at a flow's end), ``throughput`` (of the interval
+    that just closed, as a fraction of the flow's line rate) and ``state`` (K x 3, raw)."""
 
     def flow_log(self, flow: int) -> dict[str, np.ndarray]:
         """The decisions of one flow."""
@@ -236,7 +244,17 @@ def run_qtcp(
     # Per flow: the last scaled state, action and utility (for the next transition).
     last: dict[int, tuple[np.ndarray, int, float]] = {}
     cols: dict[str, list[Any]] = {
-        k: [] for k in ("time_s", "flow", "cwnd_bytes", "utility", "reward", "action", "state")
+        k: []
+        for k in (
+            "time_s",
+            "flow",
+            "cwnd_bytes",
+            "utility",
+            "reward",
+            "action",
+            "throughput",
+            "state",
+        )
     }
     mss = _mss(data)
     while not pool.all_over:
@@ -268,6 +286,7 @@ def run_qtcp(
             cols["utility"].append(u)
             cols["reward"].append(r)
             cols["action"].append(a)
+            cols["throughput"].append(float(batch.obs[i, STATE_DIMS + 1]))
             cols["state"].append(batch.obs[i, :STATE_DIMS].astype(np.float64))
         pool.act(actions)
     log = {
