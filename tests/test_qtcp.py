@@ -275,3 +275,16 @@ def test_bundled_qtcp_scenarios_hold_the_papers_settings() -> None:
         {"at": "50s", "rate": "60Mbps"},
         {"at": "90s", "rate": "30Mbps"},
     ]
+
+
+def test_the_command_line_runs_saves_and_resumes(tmp_path, capsys) -> None:
+    from ccgym.qtcp.__main__ import main
+
+    learners = tmp_path / "q.npz"
+    args = ["qtcp-fixed", "--variant", "qtcp", "--set", "duration=5s", "--seed", "2"]
+    assert main([*args, "--save-learners", str(learners), "--out", str(tmp_path / "run")]) == 0
+    assert "decisions" in capsys.readouterr().out
+    log = np.load(tmp_path / "run" / "decisions.npz")
+    assert set(log.files) >= {"time_s", "flow", "cwnd_bytes", "utility", "action"}
+    assert main([*args, "--learners", str(learners)]) == 0
+    assert load_learners(learners)[0].updates > 0
