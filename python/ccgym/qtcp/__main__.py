@@ -4,14 +4,14 @@
     python -m ccgym.qtcp qtcp-fixed --variant qtcp --save-learners q.npz
     python -m ccgym.qtcp qtcp-fixed --variant qtcp --learners q.npz     # continue learning
 
-Writes ``summary.json`` (the simulation's summary), ``decisions.npz`` (the per-decision log of
-:class:`ccgym.qtcp.QtcpRun`) and, with ``--save-learners``, the learners. See docs/qtcp.md.
+``--out`` writes what ``ccgym run --out`` writes (``summary.json``, the scenario, the Parquet
+series) plus ``decisions.npz`` (the per-decision log of :class:`ccgym.qtcp.QtcpRun`);
+``--save-learners`` writes the learners. See docs/qtcp.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--learners", metavar="FILE.npz", help="start from these saved learners")
     p.add_argument("--save-learners", metavar="FILE.npz", help="write the learners at the end")
     p.add_argument("--keep-cc", action="store_true", help="only the scenario's agent flows learn")
-    p.add_argument("--out", metavar="DIR", help="write summary.json and decisions.npz here")
+    p.add_argument("--out", metavar="DIR", help="write the result and decisions.npz here")
     args = p.parse_args(argv)
     learners = load_learners(args.learners) if args.learners else None
     t0 = time.perf_counter()
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps(s, indent=1), encoding="utf-8")
+        run.result.save(out)  # summary.json, scenario and the Parquet series, as ccgym run --out
         np.savez(out / "decisions.npz", **run.log)
     return 0
 

@@ -25,8 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ccgym.env.bridge import AgentPool, PreparedScenario, prepare_scenario
+from ccgym.env.bridge import prepare_scenario
 from ccgym.qtcp.kanerva import KanervaConfig, KanervaQLearner, scale_state
+from ccgym.result import Result
+from ccgym.runner import native, scenario_json
 
 __all__ = [
     "QTCP",
@@ -163,8 +165,9 @@ class QtcpRun:
     """What :func:`run_qtcp` returns."""
 
     config: QtcpConfig
-    summary: dict[str, Any]
-    """The simulation's summary (as ``ccgym.run``'s)."""
+    result: Result
+    """The simulation's result, as ``ccgym.run`` returns it (summary and series: queue length,
+    per-flow delivery rates, ...)."""
     learners: dict[int, KanervaQLearner]
     """The learner of each agent flow (the same object for every flow when shared)."""
     log: dict[str, np.ndarray]
@@ -172,6 +175,11 @@ class QtcpRun:
     ``utility`` (of the interval that just closed), ``reward`` (of the previous action; NaN at
     a flow's first decision), ``action`` (-1 at a flow's end), ``throughput`` (of the interval
     that just closed, as a fraction of the flow's line rate) and ``state`` (K x 3, raw)."""
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The simulation's summary."""
+        return self.result.summary
 
     def flow_log(self, flow: int) -> dict[str, np.ndarray]:
         """The decisions of one flow."""
@@ -181,7 +189,7 @@ class QtcpRun:
 
 def _mss(scenario: Mapping[str, Any]) -> int:
     packets = scenario.get("packets") or {}
-    return int(packets.get("payload", 1000))
+    return int(packets.get("payload", 1024))  # the core's default (PacketConfig)
 
 
 def run_qtcp(
@@ -219,7 +227,12 @@ def run_qtcp(
     if seed is not None:
         data["seed"] = seed
     run_seed = int(data.get("seed", 1))
-    pool = AgentPool(PreparedScenario(data, base), auto_reset=False)
+    # One simulation stepped directly (not through AgentPool): no episodes to manage, and its
+    # series (queue length, per-flow rates) come with the result.
+    sim = native().Simulation(scenario_json(data), str(base))
+    dim = int(sim.obs_dim)
+    if dim != len(QTCP_FEATURES):
+        raise ValueError('the scenario has no QTCP agent flows (cc = "agent")')
 
     own: dict[int, KanervaQLearner] = {}
     shared: KanervaQLearner | None = None
@@ -257,15 +270,19 @@ def run_qtcp(
         )
     }
     mss = _mss(data)
-    while not pool.all_over:
-        batch = pool.step()
-        if len(batch) == 0:
+    over = False
+    while not over:
+        over, batch = sim.agent_step()
+        n = len(batch["flow"])
+        if n == 0:
             continue
-        xs = scale_state(batch.obs[:, :STATE_DIMS])
-        actions = np.zeros(len(batch), np.float32)
-        for i in range(len(batch)):
-            flow, t = int(batch.flow[i]), float(batch.time_s[i])
-            u = float(batch.reward[i])
+        obs = np.asarray(batch["obs"], np.float32).reshape(n, dim)
+        request = ~(np.asarray(batch["done"], bool) | np.asarray(batch["truncated"], bool))
+        xs = scale_state(obs[:, :STATE_DIMS])
+        actions = np.zeros(n, np.float32)
+        for i in range(n):
+            flow, t = int(batch["flow"][i]), float(batch["time_s"][i])
+            u = float(batch["reward"][i])
             learner = learner_of(flow)
             r = np.nan
             if flow in last:
@@ -274,7 +291,7 @@ def run_qtcp(
                 if learn:
                     learner.update(x0, a0, r, xs[i], t)
             a = -1
-            if batch.request[i]:
+            if request[i]:
                 a = learner.act(xs[i], t) if learn else learner.greedy(xs[i])
                 last[flow] = (xs[i], a, u)
                 actions[i] = a
@@ -282,20 +299,22 @@ def run_qtcp(
                 last.pop(flow, None)
             cols["time_s"].append(t)
             cols["flow"].append(flow)
-            cols["cwnd_bytes"].append(float(batch.obs[i, STATE_DIMS]) * mss)
+            cols["cwnd_bytes"].append(float(obs[i, STATE_DIMS]) * mss)
             cols["utility"].append(u)
             cols["reward"].append(r)
             cols["action"].append(a)
-            cols["throughput"].append(float(batch.obs[i, STATE_DIMS + 1]))
-            cols["state"].append(batch.obs[i, :STATE_DIMS].astype(np.float64))
-        pool.act(actions)
+            cols["throughput"].append(float(obs[i, STATE_DIMS + 1]))
+            cols["state"].append(obs[i, :STATE_DIMS].astype(np.float64))
+        sim.agent_act(actions)
+    summary_json, series = sim.finish()
     log = {
         k: (np.array(v).reshape(-1, STATE_DIMS) if k == "state" else np.array(v))
         for k, v in cols.items()
     }
     flows = sorted(set(log["flow"].tolist()))
     learners_out = {f: learner_of(f) for f in flows}
-    return QtcpRun(config=config, summary=pool.summary(0), learners=learners_out, log=log)
+    result = Result.from_native(summary_json, series, data)
+    return QtcpRun(config=config, result=result, learners=learners_out, log=log)
 
 
 def save_learners(path: str | os.PathLike[str], learners: Mapping[int, KanervaQLearner]) -> None:
