@@ -288,3 +288,48 @@ def test_the_command_line_runs_saves_and_resumes(tmp_path, capsys) -> None:
     assert set(log.files) >= {"time_s", "flow", "cwnd_bytes", "utility", "action"}
     assert main([*args, "--learners", str(learners)]) == 0
     assert load_learners(learners)[0].updates > 0
+
+
+# ------------------------------------------------------------------------------------------
+# per-phase scores
+
+
+def scaled_dumbbell(scale: float = 0.02) -> dict:
+    """qtcp-aimd-dumbbell with every time multiplied by ``scale`` (500 s phases -> 10 s)."""
+    data, _ = load_scenario("qtcp-aimd-dumbbell")
+    data["duration"] = f"{3500 * scale}s"
+    for f in data["workload"][0]["flows"]:
+        f["start"] = f"{float(f['start'][:-1]) * scale}s"
+        f["stop"] = f"{float(f['stop'][:-1]) * scale}s"
+    return data
+
+
+def test_phases_follow_the_joins_and_leaves() -> None:
+    from ccgym.qtcp.phases import jain, phases
+
+    ph = phases(load_scenario("qtcp-aimd-dumbbell")[0])
+    assert [(a, b) for a, b, _ in ph] == [(500.0 * k, 500.0 * (k + 1)) for k in range(7)]
+    assert [f for _, _, f in ph] == [(0,), (0, 1), (0, 1, 2), (0, 1, 2, 3), (1, 2, 3), (2, 3), (3,)]
+    assert [f for _, _, f in phases(load_scenario("qtcp-fixed")[0])] == [(0, 1)]
+    assert jain([1, 1, 1]) == pytest.approx(1.0) and jain([1, 0]) == pytest.approx(0.5)
+
+
+def test_phase_table_scores_a_classic_cc_and_qtcp_alike() -> None:
+    import ccgym
+    from ccgym.qtcp.phases import jain_over_time, phase_table
+
+    data = scaled_dumbbell()
+    # 10 s phases: too short for NewReno to converge (a joining flow's slow start overshoots
+    # and recovers one hole per RTT), but enough to check the bookkeeping.
+    rows = phase_table(ccgym.run(data, cc="newreno"), skip_s=3.0)
+    assert [r["senders"] for r in rows] == [1, 2, 3, 4, 3, 2, 1]
+    for r in rows:
+        assert 10 < r["throughput_mbps"] <= 40.5, r
+        assert r["rtt_ms"] >= 120.0 and r["queue_kb"] <= 150.0
+        assert 1 / r["senders"] - 1e-9 <= r["jain"] <= 1.0 and len(r["flow_mbps"]) == r["senders"]
+    run = run_qtcp(data, QTCP_AIMD, seed=1)
+    q = phase_table(run.result, skip_s=3.0)
+    assert [r["senders"] for r in q] == [1, 2, 3, 4, 3, 2, 1]
+    assert all(np.isfinite(r["jain"]) and len(r["flow_mbps"]) == r["senders"] for r in q)
+    ends, index = jain_over_time(run.result, window_s=5.0)
+    assert len(ends) == 14 and np.nanmin(index) > 0.25 and np.nanmax(index) <= 1.0
