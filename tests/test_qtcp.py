@@ -333,3 +333,41 @@ def test_phase_table_scores_a_classic_cc_and_qtcp_alike() -> None:
     assert all(np.isfinite(r["jain"]) and len(r["flow_mbps"]) == r["senders"] for r in q)
     ends, index = jain_over_time(run.result, window_s=5.0)
     assert len(ends) == 14 and np.nanmin(index) > 0.25 and np.nanmax(index) <= 1.0
+
+
+# ------------------------------------------------------------------------------------------
+# the qtcp bench table
+
+
+SCALED = [
+    "duration=70s",
+    *(f"workload[0].flows[{i}].start={10 * i}s" for i in range(4)),
+    *(f"workload[0].flows[{i}].stop={40 + 10 * i}s" for i in range(4)),
+]
+"""qtcp-aimd-dumbbell with 10 s phases, as overrides."""
+
+
+def test_qtcp_suite_jobs_score_learnt_and_classic_methods_per_phase() -> None:
+    from ccgym.bench.runner import load_suite, run_job, run_key, suite_jobs
+    from ccgym.bench.tables import build_rows, markdown_table, table_spec
+
+    suite = load_suite("qtcp")
+    assert suite["methods"] == ["qtcp", "qtcp-aimd", "newreno", "cubic"]
+    jobs = suite_jobs(suite)
+    assert len(jobs) == 3 * 4 * 3 and {j.scores for j in jobs} == {"qtcp"}
+    assert len({j.key for j in jobs}) == len(jobs)
+    records = []
+    for method in ("qtcp-aimd", "newreno"):
+        out = run_job("qtcp-aimd-dumbbell", SCALED, method, "qtcp")
+        m = out["metrics"]
+        assert m["jain1"] == pytest.approx(1.0)
+        assert all(0.25 < m[f"jain{k}"] <= 1.0 for k in (2, 3, 4)), m
+        assert m["jain_min"] <= min(m["jain2"], m["jain3"], m["jain4"])
+        assert 10 < m["thr_mbps"] <= 40.5 and m["rtt_ms"] >= 120.0
+        assert "ports" in out["series"] or out["series"]
+        records.append({"label": "scaled", "method": method, "metrics": m, "seed": 1})
+    rows = build_rows(records, spec=table_spec("qtcp"), published={})
+    text = markdown_table(rows, spec=table_spec("qtcp"))
+    assert "Jain 4" in text and "qtcp-aimd" in text
+    data, _ = load_scenario("qtcp-fixed")
+    assert run_key(data, "qtcp", 1, "qtcp") != run_key(data, "newreno", 1, "qtcp")

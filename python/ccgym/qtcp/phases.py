@@ -79,7 +79,10 @@ def _bottleneck(result: Result) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def phase_table(
-    result: Result, scenario: Mapping[str, Any] | None = None, skip_s: float = 0.0
+    result: Result,
+    scenario: Mapping[str, Any] | None = None,
+    skip_s: float = 0.0,
+    skip_fraction: float = 1.0,
 ) -> list[dict[str, Any]]:
     """One row per phase of ``scenario`` (default: the result's own): ``start_s``, ``end_s``,
     ``senders``, ``throughput_mbps`` (bottleneck), ``queue_kb`` (time mean), ``rtt_ms`` (the
@@ -87,7 +90,8 @@ def phase_table(
     sent at while it stood), ``flow_mbps`` (each active flow's mean delivery rate: bytes
     delivered in order, so a recovery that fills a hole delivers what the receiver held beyond
     it at once; over a short phase a flow can exceed the link) and ``jain`` (over those rates).
-    The first ``skip_s`` seconds of each phase are left out (convergence).
+    The first ``skip_s`` seconds of each phase, at most ``skip_fraction`` of it, are left out
+    (convergence); ``skip_from_s`` says where each row's measurement starts.
     Needs the run's series (``metrics.sample_interval``; per-flow rates are on up to 1024 flows).
     """
     data = scenario if scenario is not None else result.scenario
@@ -102,13 +106,14 @@ def phase_table(
     delay_ms = np.where(rate > 0, queue * 8.0 / np.maximum(rate, 1.0), 0.0) * 1e3
     rows = []
     for a, b, active in phases(data):
-        lo = min(a + skip_s, b)
+        lo = a + min(skip_s, skip_fraction * (b - a))
         sel = (t > lo) & (t <= b)
         per_flow = [float(fr[(ft > lo) & (ft <= b) & (fid == f)].mean()) for f in active]
         rows.append(
             {
                 "start_s": a,
                 "end_s": b,
+                "skip_from_s": lo,
                 "senders": len(active),
                 "flows": list(active),
                 "throughput_mbps": float(rate[sel].mean() / 1e6) if sel.any() else float("nan"),
