@@ -148,6 +148,11 @@ def test_every_bench_suite_run_is_within_the_default_budgets() -> None:
                 data = job_scenario(data, job.method)
             elif kind == "policy":
                 data = policies.use_policy(data, job.method[len(POLICY_PREFIX) :])
+            elif job.scores == "qtcp" and job.method in ("qtcp", "qtcp-aimd"):  # learnt TCP
+                from ccgym.qtcp import VARIANTS, agent_table
+
+                data, base = load_scenario(data, cc="agent")
+                data["agent"] = agent_table(VARIANTS[job.method], data["packets"]["payload"])
             else:
                 data, base = load_scenario(data, cc=job.method)
             est = ccgym.estimate(data)

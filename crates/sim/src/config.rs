@@ -620,6 +620,19 @@ pub struct AgentConfig {
     pub queue_history: u32,
     /// Switch-queue agents: the ECN (RED) profiles an action index selects.
     pub ecn_profiles: Vec<EcnProfile>,
+    /// `window` and `per_ack` actions: what a loss does to the window. `"none"`:
+    /// nothing (the policy alone sets it); `"newreno"`: TCP NewReno's loss
+    /// recovery underneath the policy (halve and fast recovery on the third
+    /// duplicate ACK, one segment and slow start back to ssthresh after a
+    /// timeout); the policy's rule applies to ACKs of new data outside it (QTCP).
+    pub loss_response: String,
+    /// `loss_response = "newreno"`: start in slow start (ssthresh unlimited until
+    /// the first loss, as NewReno starts) instead of at `initial_window` under
+    /// the policy's rule.
+    pub slow_start: bool,
+    /// `interval` trigger: when positive, the decision interval is this many of
+    /// the flow's base RTT (a grid of its own) instead of `interval`.
+    pub interval_rtts: f64,
 }
 
 /// An ECN marking profile a switch-queue agent can select (`agent.ecn_profiles`).
@@ -682,6 +695,9 @@ impl Default for AgentConfig {
             queue_interval: Duration(10 * US),
             queue_history: 3,
             ecn_profiles: vec![],
+            loss_response: "none".into(),
+            slow_start: false,
+            interval_rtts: 0.0,
         }
     }
 }

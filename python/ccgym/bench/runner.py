@@ -368,6 +368,13 @@ def run_key(
         from ccgym.bench.hopass_slow import SCORES_VERSION as HOPASS_SCORES_VERSION
 
         ident["scores"] += f"/{HOPASS_SCORES_VERSION}"
+    if scores == "qtcp":  # the qtcp table: its version, and the learner's code for its methods
+        from ccgym.bench.qtcp import QTCP_METHODS, learner_code_hash
+        from ccgym.bench.qtcp import SCORES_VERSION as QTCP_SCORES_VERSION
+
+        ident["scores"] += f"/{QTCP_SCORES_VERSION}"
+        if method in QTCP_METHODS:
+            ident["learner"] = learner_code_hash()
     blob = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
@@ -388,6 +395,10 @@ def run_job(
         from ccgym.bench.hopass_slow import run_hopass_job
 
         return run_hopass_job(scenario, overrides, method, scores)
+    if scores == "qtcp":  # QTCP / QTCP-AIMD learning online, or classic CCs, scored per phase
+        from ccgym.bench.qtcp import run_qtcp_job
+
+        return run_qtcp_job(scenario, overrides, method)
     import ccgym
     from ccgym import policies
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ccgym._errors import ScenarioError
 from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
+from ccgym.bench.qtcp import QTCP_METRICS
 from ccgym.bench.slowdown import BUCKET_TITLES, SLOWDOWN_METRICS
 from ccgym.bench.weighted import SHARES, WEIGHTED_METRICS
 
@@ -183,6 +184,29 @@ shares scaled to the weights' sum, the largest error against the targets, the ba
 flows' slowdown, drops."""
 
 TABLES[WEIGHTED_SHARES.name] = WEIGHTED_SHARES
+
+QTCP_TABLE = TableSpec(
+    name="qtcp",
+    columns=(
+        ("thr_mbps", "throughput Mb/s", ".1f"),
+        ("queue_kb", "queue KB", ".1f"),
+        ("rtt_ms", "RTT ms", ".1f"),
+        *((f"jain{k}", f"Jain {k}", ".3f") for k in range(1, 5)),
+        ("jain_min", "Jain min", ".3f"),
+    ),
+    metrics=QTCP_METRICS,
+    published_fields=(),
+    published_title="paper",
+    published_source=(
+        "none embedded: the QTCP-AIMD paper shows its results as plots; QTCP's +59.5% "
+        "throughput over NewReno (varying bandwidth) is its one published number"
+    ),
+)
+"""QTCP, QTCP-AIMD and the TCP baselines per phase (:mod:`ccgym.bench.qtcp`): bottleneck
+throughput, mean queue and RTT over the phases, Jain's index with 1 to 4 senders and the least
+fair phase."""
+
+TABLES[QTCP_TABLE.name] = QTCP_TABLE
 
 COLUMNS = STANDARD.columns
 """(metric key, column title, format) of the standard table's metric columns."""

@@ -32,6 +32,7 @@ pub use spec::{
     REWARDS, TRIGGERS,
 };
 
+use super::newreno::{AckKind, TcpWindow};
 use super::{AckEvent, CcCtx, CongestionControl, ProbeEvent};
 use crate::units::{Time, SEC};
 use std::sync::Arc;
@@ -91,6 +92,14 @@ pub struct AgentCc {
     cwnd: f64,
     /// `per_ack` action: the rule in force until the next action.
     per_ack: Option<PerAck>,
+    /// EWMA of the RTT samples (ps; 0 before the first), with `rtt_ewma_over_min`.
+    rtt_ewma: f64,
+    /// The `interval` trigger's period for this flow (`interval_rtts` base RTTs
+    /// or the configured interval).
+    period: Time,
+    /// `loss_response = "newreno"`: NewReno's window and loss recovery under
+    /// the policy (boxed: only window agents on TCP carry it).
+    tcp: Option<Box<TcpWindow>>,
 }
 
 /// Running sum, sum of squares, min and max of one per-event field over a
@@ -173,6 +182,9 @@ impl AgentCc {
             min_rtt: Time::MAX,
             cwnd: 0.0,
             per_ack: None,
+            rtt_ewma: 0.0,
+            period: 0,
+            tcp: None,
         }
     }
 
@@ -191,6 +203,9 @@ impl AgentCc {
         self.t_sum += t;
         self.tt_sum += t * t;
         self.tr_sum += t * r;
+        if self.spec.rtt_ewma {
+            self.rtt_ewma = self.ewma(self.rtt_ewma, rtt as f64);
+        }
     }
 
     fn reset_mi(&mut self, now: Time) {
@@ -328,6 +343,9 @@ impl AgentCc {
                 let old = self.cwnd;
                 self.set_cwnd(ctx, a.clamp(0.0, 1e15) * per);
                 self.last_multiplier = if old > 0.0 { self.cwnd / old } else { 1.0 };
+                if let Some(tcp) = &mut self.tcp {
+                    tcp.cwnd = self.cwnd;
+                }
                 return;
             }
             ActionMap::PerAck(table) => {
@@ -348,16 +366,29 @@ impl CongestionControl for AgentCc {
         if self.spec.action.sets_window() {
             let init = if self.spec.initial_window > 0 { self.spec.initial_window } else { ctx.flow.bdp };
             self.set_cwnd(ctx, init as f64);
+            if self.spec.newreno {
+                self.start_newreno(ctx);
+            }
         }
         self.reset_mi(ctx.now);
         match self.spec.trigger {
             Trigger::Probe => self.probe(ctx),
-            Trigger::Interval(t) => ctx.set_timer(next_tick(ctx.now, t)),
+            Trigger::Interval(t) => {
+                self.period = if self.spec.interval_rtts > 0.0 {
+                    ((self.spec.interval_rtts * ctx.flow.base_rtt as f64).round() as Time).max(1)
+                } else {
+                    t
+                };
+                ctx.set_timer(next_tick(ctx.now, self.period))
+            }
             Trigger::Acks(_) => {}
         }
     }
 
     fn on_send(&mut self, ctx: &mut CcCtx, bytes: u32) {
+        if let Some(tcp) = &mut self.tcp {
+            tcp.high_nxt = ctx.flow.snd_nxt;
+        }
         self.sent_bytes += bytes as u64;
         self.sent_pkts += 1;
         if self.spec.send_ewma {
@@ -382,15 +413,11 @@ impl CongestionControl for AgentCc {
             }
             self.last_ack = Some(ctx.now);
         }
-        if let Some(rule) = self.per_ack {
+        if self.tcp.is_some() {
+            self.newreno_ack(ctx, ack);
+        } else if let Some(rule) = self.per_ack {
             // The rule in force adds its increment on every ACK until the next action.
-            let inc = match rule {
-                PerAck::Bytes(b) => b,
-                PerAck::Reno => {
-                    let mss = ctx.flow.mtu.max(1) as f64;
-                    mss * mss / self.cwnd.max(1.0)
-                }
-            };
+            let inc = self.rule_increment(ctx, rule);
             self.set_cwnd(ctx, self.cwnd + inc);
         }
         if let Trigger::Acks(n) = self.spec.trigger {
@@ -446,8 +473,8 @@ impl CongestionControl for AgentCc {
             }
             return;
         }
-        if let Trigger::Interval(t) = self.spec.trigger {
-            ctx.set_timer(next_tick(ctx.now, t));
+        if let Trigger::Interval(_) = self.spec.trigger {
+            ctx.set_timer(next_tick(ctx.now, self.period));
             let news = self.rtt_n > 0 || self.sent_pkts > 0 || self.nacks > 0;
             if !news && ctx.flow.is_idle() {
                 // Between messages there is nothing to measure or pace: a decision
@@ -478,6 +505,13 @@ impl CongestionControl for AgentCc {
 
     fn on_timeout(&mut self, ctx: &mut CcCtx) {
         self.losses += 1;
+        if self.tcp.is_some() {
+            // The window is the response (one segment, slow start); the pacing
+            // rate stays where it was.
+            self.newreno_timeout(ctx);
+            self.reprobe_after_loss(ctx);
+            return;
+        }
         // A timeout means the flow heard nothing for a whole RTO: whatever rate it
         // holds was chosen blind (an interval agent that sees no ACKs sees no
         // congestion either and climbs to line rate). Restarting every such flow at
@@ -491,6 +525,9 @@ impl CongestionControl for AgentCc {
 
     fn on_fast_retransmit(&mut self, ctx: &mut CcCtx) {
         self.losses += 1;
+        if self.tcp.is_some() {
+            self.newreno_fast_retransmit(ctx);
+        }
         self.reprobe_after_loss(ctx);
     }
 }
@@ -498,4 +535,88 @@ impl CongestionControl for AgentCc {
 /// The first multiple of `period` after `now`.
 fn next_tick(now: Time, period: Time) -> Time {
     (now / period + 1) * period
+}
+
+/// `loss_response = "newreno"`: TCP NewReno's loss recovery under a window
+/// policy. The policy's rule replaces congestion avoidance (and slow start,
+/// unless `slow_start`); fast retransmit, fast recovery (window inflation,
+/// partial-ACK deflation) and the timeout's one-segment window with slow start
+/// back to ssthresh are NewReno's ([`TcpWindow`], shared with the `newreno`
+/// algorithm). Without it a window agent on a TCP flow keeps its window
+/// through losses, which no TCP sender does (QTCP runs on ns-3's TCP).
+impl AgentCc {
+    fn start_newreno(&mut self, ctx: &mut CcCtx) {
+        let mss = ctx.flow.mtu.max(1) as f64;
+        self.tcp = Some(Box::new(TcpWindow {
+            mss,
+            cwnd: self.cwnd,
+            // No slow start unless asked for: the rule drives the window from the start.
+            ssthresh: if self.spec.slow_start { f64::INFINITY } else { 0.0 },
+            in_recovery: false,
+            cwr_end: None,
+            high_nxt: ctx.flow.snd_nxt,
+            loss_end: None,
+            init_cwnd: self.cwnd / mss,
+            init_ssthresh: f64::INFINITY,
+            limited_transmit: true,
+            fast_retransmits: 0,
+            timeouts: 0,
+            cuts: 0,
+        }));
+    }
+
+    /// The increment of `rule` for one ACK, in bytes.
+    #[inline]
+    fn rule_increment(&self, ctx: &CcCtx, rule: PerAck) -> f64 {
+        match rule {
+            PerAck::Bytes(b) => b,
+            PerAck::Reno => {
+                let mss = ctx.flow.mtu.max(1) as f64;
+                mss * mss / self.cwnd.max(1.0)
+            }
+        }
+    }
+
+    /// Hands NewReno's window to the flow (with the limited-transmit allowance of
+    /// `dup_acks`), not below the agent's floor.
+    fn newreno_apply(&mut self, ctx: &mut CcCtx, dup_acks: u32) {
+        let floor = if self.spec.min_window > 0 { self.spec.min_window } else { ctx.flow.mtu.max(1) as u64 };
+        let Some(tcp) = self.tcp.as_mut() else { return };
+        tcp.cwnd = tcp.cwnd.max(floor as f64);
+        self.cwnd = tcp.cwnd;
+        tcp.apply(ctx, dup_acks);
+    }
+
+    fn newreno_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
+        let Some(tcp) = self.tcp.as_mut() else { return };
+        if tcp.ack(ctx, ack) == AckKind::New {
+            if tcp.in_slow_start() {
+                tcp.slow_start(ack.newly_acked);
+            } else if let Some(rule) = self.per_ack {
+                let inc = self.rule_increment(ctx, rule);
+                let tcp = self.tcp.as_mut().expect("checked above");
+                tcp.cwnd += inc;
+            }
+        }
+        self.newreno_apply(ctx, ack.dup_acks);
+    }
+
+    fn newreno_fast_retransmit(&mut self, ctx: &mut CcCtx) {
+        let Some(tcp) = self.tcp.as_mut() else { return };
+        let ss = (tcp.loss_flight(ctx) * 0.5).max(2.0 * tcp.mss);
+        tcp.enter_recovery(ss);
+        self.newreno_apply(ctx, 0);
+    }
+
+    fn newreno_timeout(&mut self, ctx: &mut CcCtx) {
+        let Some(tcp) = self.tcp.as_mut() else { return };
+        let ss = (!tcp.already_reduced(ctx)).then(|| (tcp.flight_before_timeout(ctx) * 0.5).max(2.0 * tcp.mss));
+        tcp.enter_loss(ctx, ss);
+        self.newreno_apply(ctx, 0);
+    }
+
+    /// With `loss_response = "newreno"`: (fast retransmits, timeouts) seen.
+    pub fn loss_events(&self) -> Option<(u64, u64)> {
+        self.tcp.as_ref().map(|t| (t.fast_retransmits, t.timeouts))
+    }
 }

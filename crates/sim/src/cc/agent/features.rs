@@ -37,6 +37,8 @@ impl AgentCc {
         let lost = (self.nacks + self.losses) as f64;
         let loss = if lost + self.acked_pkts as f64 > 0.0 { lost / (lost + self.acked_pkts as f64) } else { 0.0 };
         let delay = (rtt - base).max(0.0) / norm;
+        // QTCP normalises by the smallest RTT heard (the base RTT before any sample).
+        let min_rtt = if self.min_rtt == crate::units::Time::MAX { base } else { self.min_rtt as f64 };
         for (v, feat) in row.iter_mut().zip(&sp.features) {
             *v = match feat {
                 Feature::RttInflation => inflation,
@@ -87,6 +89,22 @@ impl AgentCc {
                         0.0
                     } else {
                         f.window as f64 / f.bdp.max(1) as f64
+                    }
+                }
+                Feature::SendGapOverMin => self.send_gap / min_rtt,
+                Feature::AckGapOverMin => self.ack_gap / min_rtt,
+                Feature::WindowPackets => {
+                    if f.window == u64::MAX {
+                        0.0
+                    } else {
+                        f.window as f64 / f.mtu.max(1) as f64
+                    }
+                }
+                Feature::RttEwmaOverMin => {
+                    if self.rtt_ewma > 0.0 {
+                        self.rtt_ewma / min_rtt
+                    } else {
+                        1.0
                     }
                 }
             } as f32;

@@ -61,6 +61,16 @@ pub enum Feature {
     RttOverMin,
     /// The flow's window / its BDP (0 when the window is unlimited).
     Window,
+    /// EWMA of the time between two data packets sent / the smallest RTT
+    /// sample heard (the base RTT before the first sample); QTCP's avg_send.
+    SendGapOverMin,
+    /// EWMA of the time between two ACKs / the smallest RTT sample; QTCP's avg_ack.
+    AckGapOverMin,
+    /// EWMA (gain `ewma_gain`) of the RTT samples / the smallest RTT sample;
+    /// runs across MIs (QTCP's avg_rtt ratio). 1 before the first sample.
+    RttEwmaOverMin,
+    /// The flow's window in packets of its MTU (0 when unlimited): QTCP's cwnd plots.
+    WindowPackets,
 }
 
 /// How the per-event samples of one monitor interval are summarised.
@@ -82,7 +92,7 @@ impl Feature {
     /// Whether the feature needs per-ACK samples aggregated (kept only then, so
     /// today's features cost nothing more per ACK).
     pub fn per_event(self) -> bool {
-        matches!(self, Feature::Rtt(_) | Feature::Acked(_) | Feature::AckGapEwma)
+        matches!(self, Feature::Rtt(_) | Feature::Acked(_) | Feature::AckGapEwma | Feature::AckGapOverMin)
     }
 }
 
@@ -115,6 +125,10 @@ pub const FEATURES: &[(&str, Feature)] = &[
     ("ack_gap_ewma", Feature::AckGapEwma),
     ("rtt_over_min", Feature::RttOverMin),
     ("window", Feature::Window),
+    ("send_gap_over_min", Feature::SendGapOverMin),
+    ("ack_gap_over_min", Feature::AckGapOverMin),
+    ("rtt_ewma_over_min", Feature::RttEwmaOverMin),
+    ("window_packets", Feature::WindowPackets),
 ];
 
 /// Action mappings accepted in `agent.action`.
@@ -273,6 +287,14 @@ pub struct AgentSpec {
     pub per_event: bool,
     /// Some feature needs the inter-send EWMA.
     pub send_ewma: bool,
+    /// Window actions: NewReno's loss recovery underneath the policy.
+    pub newreno: bool,
+    /// With `newreno`: start in slow start.
+    pub slow_start: bool,
+    /// `interval` trigger: the interval in base RTTs (0 = `trigger`'s interval).
+    pub interval_rtts: f64,
+    /// Some feature needs the EWMA of the RTT samples.
+    pub rtt_ewma: bool,
 }
 
 impl AgentSpec {
@@ -393,9 +415,27 @@ impl AgentSpec {
         if c.initial_window.0 > 0 && c.initial_window.0 < c.min_window.0 {
             return bad("initial_window", &c.initial_window.0, "must not be below agent.min_window");
         }
+        let newreno = match c.loss_response.as_str() {
+            "none" => false,
+            "newreno" if action.sets_window() => true,
+            "newreno" => {
+                return bad("loss_response", &"\"newreno\"", "needs a window action (\"window\" or \"per_ack\")")
+            }
+            other => return bad("loss_response", &format!("\"{other}\""), "use \"none\" or \"newreno\""),
+        };
+        if c.slow_start && !newreno {
+            return bad("slow_start", &true, "needs agent.loss_response = \"newreno\"");
+        }
+        if !(c.interval_rtts.is_finite() && c.interval_rtts >= 0.0) {
+            return bad("interval_rtts", &c.interval_rtts, "must be a finite number of RTTs >= 0");
+        }
         Ok(AgentSpec {
             per_event: features.iter().any(|f| f.per_event()),
-            send_ewma: features.contains(&Feature::SendGapEwma),
+            send_ewma: features.iter().any(|f| matches!(f, Feature::SendGapEwma | Feature::SendGapOverMin)),
+            rtt_ewma: features.contains(&Feature::RttEwmaOverMin),
+            newreno,
+            slow_start: c.slow_start,
+            interval_rtts: c.interval_rtts,
             trigger,
             features,
             history: c.history as usize,

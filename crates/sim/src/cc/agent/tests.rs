@@ -374,3 +374,172 @@ fn event_aggregators_match_hand_computed_values() {
     assert_eq!(a.observation()[3], 0.5);
     assert_eq!(a.observation()[12], 1.0, "rtt_over_min: the mean 0.5 us over the new minimum 0.5 us");
 }
+
+/// A QTCP-style agent: `per_ack` [+10, 0, -1] bytes with NewReno's loss recovery underneath.
+fn qtcp_cfg() -> AgentConfig {
+    AgentConfig {
+        trigger: "interval".into(),
+        interval: Duration(crate::units::MS),
+        action: "per_ack".into(),
+        loss_response: "newreno".into(),
+        initial_window: crate::units::Bytes(20 * 1024),
+        ..Default::default()
+    }
+}
+
+fn dup(a: &mut AgentCc, ctx: &mut CcCtx, ack_seq: u64, n: u32, in_recovery: bool) {
+    a.on_ack(ctx, &AckEvent { ack_seq, newly_acked: 0, dup_acks: n, in_recovery, rtt: 10 * NS, ..Default::default() });
+}
+
+#[test]
+fn newreno_underneath_a_per_ack_rule_halves_on_loss_and_resumes_the_rule() {
+    let (mut a, mut f) = started(qtcp_cfg());
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    ctx.flow.snd_nxt = 40 * 1024;
+    ctx.flow.snd_una = 20 * 1024;
+    a.apply(&mut ctx, 0.0); // +10 bytes per ACK
+    for k in 1..=5u64 {
+        let seq = ctx.flow.snd_una + 1024;
+        ctx.flow.snd_una = seq;
+        a.on_ack(&mut ctx, &AckEvent { ack_seq: seq, newly_acked: 1024, rtt: 10 * NS, ..Default::default() });
+        assert_eq!(ctx.flow.window, 20 * 1024 + 10 * k);
+    }
+    // Duplicate ACKs: no rule; the first two open the limited-transmit allowance.
+    let una = ctx.flow.snd_una;
+    dup(&mut a, &mut ctx, una, 1, false);
+    assert_eq!(ctx.flow.window, 20 * 1024 + 50 + 1024);
+    dup(&mut a, &mut ctx, una, 2, false);
+    assert_eq!(ctx.flow.window, 20 * 1024 + 50 + 2048);
+    // Third: fast retransmit. ssthresh = min(flight, cwnd) / 2, cwnd = ssthresh + 3 MSS.
+    a.on_fast_retransmit(&mut ctx);
+    let cwnd = (20 * 1024 + 50) as f64;
+    let flight = (ctx.flow.snd_nxt - ctx.flow.snd_una) as f64;
+    let ss = (flight.min(cwnd) / 2.0).max(2048.0);
+    assert_eq!(ctx.flow.window, (ss + 3072.0) as u64);
+    assert_eq!(a.loss_events(), Some((1, 0)));
+    // Further duplicates inflate by one MSS each, the rule does not apply.
+    dup(&mut a, &mut ctx, una, 4, true);
+    assert_eq!(ctx.flow.window, (ss + 4096.0) as u64);
+    // The ACK that ends recovery: cwnd = ssthresh; the next new ACK applies the rule again.
+    let end = ctx.flow.snd_nxt;
+    ctx.flow.snd_una = end;
+    a.on_ack(&mut ctx, &AckEvent { ack_seq: end, newly_acked: end - una, rtt: 10 * NS, ..Default::default() });
+    assert_eq!(ctx.flow.window, ss as u64);
+    ctx.flow.snd_nxt += 4096;
+    ctx.flow.snd_una += 1024;
+    let una = ctx.flow.snd_una;
+    a.on_ack(&mut ctx, &AckEvent { ack_seq: una, newly_acked: 1024, rtt: 10 * NS, ..Default::default() });
+    assert_eq!(ctx.flow.window, ss as u64 + 10);
+}
+
+#[test]
+fn newreno_underneath_a_per_ack_rule_slow_starts_after_a_timeout() {
+    let (mut a, mut f) = started(qtcp_cfg());
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    let rate = ctx.flow.rate;
+    a.apply(&mut ctx, 2.0); // -1 byte per ACK
+    ctx.flow.snd_nxt = 20 * 1024;
+    a.on_send(&mut ctx, 1024);
+    ctx.flow.snd_nxt = 0; // the NIC went back to snd_una
+    a.on_timeout(&mut ctx);
+    assert_eq!(ctx.flow.window, 1024, "one segment");
+    assert_eq!(ctx.flow.rate, rate, "the pacing rate is not cut (timeout_rate does not apply)");
+    assert_eq!(a.loss_events(), Some((0, 1)));
+    // Slow start (+1 MSS per ACK) up to ssthresh = 10 KiB, then the rule (-1 byte per ACK).
+    let mut seq = 0;
+    let mut w = 1024;
+    while w < 10 * 1024 {
+        seq += 1024;
+        ctx.flow.snd_nxt = ctx.flow.snd_nxt.max(seq + 1024);
+        ctx.flow.snd_una = seq;
+        a.on_ack(&mut ctx, &AckEvent { ack_seq: seq, newly_acked: 1024, rtt: 10 * NS, ..Default::default() });
+        w += 1024;
+        assert_eq!(ctx.flow.window, w);
+    }
+    seq += 1024;
+    ctx.flow.snd_una = seq;
+    a.on_ack(&mut ctx, &AckEvent { ack_seq: seq, newly_acked: 1024, rtt: 10 * NS, ..Default::default() });
+    assert_eq!(ctx.flow.window, 10 * 1024 - 1);
+}
+
+#[test]
+fn loss_response_none_keeps_the_window_through_losses() {
+    let cfg = AgentConfig { loss_response: "none".into(), ..qtcp_cfg() };
+    let (mut a, mut f) = started(cfg);
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    a.on_fast_retransmit(&mut ctx);
+    assert_eq!(ctx.flow.window, 20 * 1024);
+    assert_eq!(a.loss_events(), None);
+}
+
+#[test]
+fn slow_start_from_the_initial_window_until_the_first_loss() {
+    let cfg = AgentConfig { slow_start: true, ..qtcp_cfg() };
+    let (mut a, mut f) = started(cfg);
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    a.apply(&mut ctx, 0.0);
+    ctx.flow.snd_nxt = 100 * 1024;
+    for k in 1..=3u64 {
+        ctx.flow.snd_una = k * 1024;
+        a.on_ack(&mut ctx, &AckEvent { ack_seq: k * 1024, newly_acked: 1024, rtt: 10 * NS, ..Default::default() });
+        assert_eq!(ctx.flow.window, (20 + k) * 1024);
+    }
+}
+
+#[test]
+fn interval_rtts_sets_a_per_flow_decision_grid() {
+    let cfg = AgentConfig { interval_rtts: 2.5, ..qtcp_cfg() };
+    let (mut a, mut f) = started(cfg);
+    let period = 2.5 * (8192 * NS) as f64;
+    assert_eq!(f.timer, Some(period as Time));
+    let mut ctx = CcCtx { now: period as Time, flow: &mut f };
+    ctx.flow.snd_una = 1024;
+    a.on_ack(&mut ctx, &AckEvent { ack_seq: 1024, newly_acked: 1024, rtt: 10 * NS, ..Default::default() });
+    a.on_timer(&mut ctx);
+    assert!(ctx.flow.decision_due);
+    assert_eq!(ctx.flow.timer, Some(2 * period as Time));
+}
+
+#[test]
+fn qtcp_features_are_ewmas_over_the_min_rtt() {
+    let cfg = AgentConfig {
+        features: vec![
+            "send_gap_over_min".into(),
+            "ack_gap_over_min".into(),
+            "rtt_ewma_over_min".into(),
+            "window_packets".into(),
+        ],
+        history: 1,
+        ..qtcp_cfg()
+    };
+    let (mut a, mut f) = started(cfg);
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    // Sends 100 ns apart, then 200 ns: EWMA 100 + (200 - 100) / 8 = 112.5 ns.
+    for t in [0, 100, 200, 400] {
+        ctx.now = t * NS;
+        a.on_send(&mut ctx, 1024);
+    }
+    // ACKs 1000 ns apart with RTTs 1000, 2000, 1000 ns: min 1000; RTT EWMA 1000 + 1000/8 - 1125/8.
+    for (i, rtt) in [1000u64, 2000, 1000].iter().enumerate() {
+        ctx.now = (1000 + 1000 * i as u64) * NS;
+        let seq = 1024 * (i as u64 + 1);
+        a.on_ack(&mut ctx, &AckEvent { ack_seq: seq, newly_acked: 1024, rtt: rtt * NS, ..Default::default() });
+    }
+    ctx.now = crate::units::MS;
+    a.on_timer(&mut ctx);
+    let ewma = 1125.0 + (1000.0 - 1125.0) / 8.0;
+    let want = [112.5 / 1000.0, 1.0, ewma / 1000.0, 20.0];
+    for (got, want) in a.observation().iter().zip(want) {
+        assert!((*got as f64 - want).abs() < 1e-6, "{:?} vs {want:?}", a.observation());
+    }
+}
+
+#[test]
+fn loss_response_and_interval_rtts_are_checked() {
+    let e = |cfg: AgentConfig| AgentSpec::from_config(&cfg).unwrap_err().field;
+    assert_eq!(e(AgentConfig { loss_response: "cubic".into(), ..qtcp_cfg() }), "agent.loss_response");
+    assert_eq!(e(AgentConfig { loss_response: "newreno".into(), ..Default::default() }), "agent.loss_response");
+    assert_eq!(e(AgentConfig { slow_start: true, loss_response: "none".into(), ..qtcp_cfg() }), "agent.slow_start");
+    assert_eq!(e(AgentConfig { interval_rtts: -1.0, ..qtcp_cfg() }), "agent.interval_rtts");
+    assert_eq!(e(AgentConfig { interval_rtts: f64::NAN, ..qtcp_cfg() }), "agent.interval_rtts");
+}

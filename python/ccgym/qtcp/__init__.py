@@ -1,0 +1,42 @@
+"""QTCP and QTCP-AIMD (shared/specs/learning_cc.md section 3): TCP window moves learnt online
+with Q-learning over generalisation-based Kanerva coding. See docs/qtcp.md.
+
+from ccgym.qtcp import QTCP_AIMD, run_qtcp
+run = run_qtcp("qtcp-aimd-dumbbell", QTCP_AIMD, overrides=["duration=100s"])
+"""
+
+from __future__ import annotations
+
+from ccgym.qtcp.driver import (
+    QTCP,
+    QTCP_AIMD,
+    QTCP_FEATURES,
+    VARIANTS,
+    QtcpConfig,
+    QtcpRun,
+    agent_table,
+    load_learners,
+    run_qtcp,
+    save_learners,
+    utility_reward,
+    with_learner,
+)
+from ccgym.qtcp.kanerva import KanervaConfig, KanervaQLearner, scale_state
+
+__all__ = [
+    "QTCP",
+    "QTCP_AIMD",
+    "QTCP_FEATURES",
+    "VARIANTS",
+    "KanervaConfig",
+    "KanervaQLearner",
+    "QtcpConfig",
+    "QtcpRun",
+    "agent_table",
+    "load_learners",
+    "run_qtcp",
+    "save_learners",
+    "scale_state",
+    "utility_reward",
+    "with_learner",
+]

@@ -1,0 +1,360 @@
+"""QTCP and QTCP-AIMD flows in a simulation: the agent table, the reward, and the online loop.
+
+Each QTCP flow is a window agent on a TCP flow (``[agent] action = "per_ack"`` with
+``loss_response = "newreno"``: NewReno's loss recovery underneath, docs/env.md). Every decision
+interval (0.23 s by default, on a grid shared by the flows) it reports QTCP's state, the EWMA
+inter-send time and inter-ACK time over the min RTT and the EWMA RTT over the min RTT, and the
+utility ``log(throughput) - delta log(RTT)`` of the interval that just closed (the core's
+``log_utility`` reward with ``reward_beta = delta``). Here the reward of the previous action is
+the sign of the utility change (with a dead band), the flow's learner (:mod:`ccgym.qtcp.kanerva`)
+takes one Q-learning step and picks the per-ACK rule to hold for the next interval. See
+docs/qtcp.md.
+
+    from ccgym.qtcp import QTCP_AIMD, run_qtcp
+    run = run_qtcp("qtcp-aimd-dumbbell", QTCP_AIMD, overrides=["duration=100s"])
+    run.summary["flows"]["jain"], run.log["cwnd_bytes"]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ccgym.env.bridge import prepare_scenario
+from ccgym.qtcp.kanerva import KanervaConfig, KanervaQLearner, scale_state
+from ccgym.result import Result
+from ccgym.runner import native, scenario_json
+
+__all__ = [
+    "QTCP",
+    "QTCP_AIMD",
+    "QTCP_FEATURES",
+    "VARIANTS",
+    "QtcpConfig",
+    "QtcpRun",
+    "agent_table",
+    "load_learners",
+    "run_qtcp",
+    "save_learners",
+    "utility_reward",
+    "with_learner",
+]
+
+QTCP_FEATURES = (
+    "send_gap_over_min",
+    "ack_gap_over_min",
+    "rtt_ewma_over_min",
+    "window_packets",
+    "throughput",
+)
+"""Observation of a QTCP agent: QTCP's three state variables, then the window in packets and
+the interval's delivery rate as a fraction of line rate (not learnt from; recorded for the
+figures)."""
+
+STATE_DIMS = 3
+
+
+@dataclass(frozen=True)
+class QtcpConfig:
+    """One QTCP variant: actions, decision interval, utility, reward and learner.
+
+    Defaults are QTCP's (learning_cc.md 3.1-3.4, with 3.7's facts); :data:`QTCP_AIMD` changes
+    the actions, ``delta`` and the learning rate.
+    """
+
+    name: str = "qtcp"
+    """Label of the variant (results, file names)."""
+    per_ack: tuple[float | str, ...] = (10.0, 0.0, -1.0)
+    """The per-ACK window rules the actions select, in ``step_unit`` (``"reno"``: +MSS x MSS /
+    cwnd per ACK)."""
+    step_unit: str = "bytes"
+    """``"bytes"`` or ``"segments"`` (numbers in ``per_ack`` times the MSS)."""
+    interval: str = "230ms"
+    """Decision interval (QTCP's 0.23 s), unless ``interval_rtts`` is set."""
+    interval_rtts: float = 0.0
+    """When positive, the decision interval is this many base RTTs of each flow."""
+    delta: float = 1.0
+    """Delay weight of the utility ``log(throughput) - delta log(RTT)``."""
+    dead_band: float = 0.0
+    """|utility change| at or below this gives reward 0."""
+    reward_up: float = 2.0
+    """Reward when the utility rose by more than the dead band."""
+    reward_down: float = -2.0
+    """Reward when it fell by more than the dead band."""
+    initial_window: int = 10
+    """Window at the start, in segments."""
+    slow_start: bool = True
+    """Start in slow start (ssthresh unlimited until the first loss), as ns-3's TCP does."""
+    shared: bool = False
+    """One learner for all flows instead of one per flow."""
+    learner: KanervaConfig = field(default_factory=KanervaConfig)
+    """Hyper-parameters of the Kanerva Q-learner."""
+
+    def __post_init__(self) -> None:
+        if self.step_unit not in ("bytes", "segments"):
+            raise ValueError(
+                f'QtcpConfig.step_unit = {self.step_unit!r}: use "bytes" or "segments"'
+            )
+        if not self.per_ack:
+            raise ValueError("QtcpConfig.per_ack: give at least one rule")
+        for i, rule in enumerate(self.per_ack):
+            if isinstance(rule, str) and rule != "reno":
+                raise ValueError(f'QtcpConfig.per_ack[{i}] = {rule!r}: a number or "reno"')
+        if self.dead_band < 0 or self.initial_window < 1:
+            raise ValueError("QtcpConfig: dead_band must be >= 0 and initial_window >= 1")
+
+
+QTCP = QtcpConfig()
+"""QTCP: +10 / 0 / -1 bytes per ACK, delta 1, learning rate 0.95 decaying 0.995 per second."""
+
+QTCP_AIMD = QtcpConfig(
+    name="qtcp-aimd",
+    per_ack=("reno", 0.0, -5.0),
+    delta=10.0,
+    learner=KanervaConfig(lr=0.1),
+)
+"""QTCP-AIMD: +MSS/cwnd segments (Reno) / hold / -5 bytes per ACK, delta 10, learning rate 0.1
+(learning_cc.md 3.7)."""
+
+VARIANTS: dict[str, QtcpConfig] = {"qtcp": QTCP, "qtcp-aimd": QTCP_AIMD}
+"""The variants by name."""
+
+
+def agent_table(config: QtcpConfig, mss: int) -> dict[str, Any]:
+    """The ``[agent]`` table of a QTCP flow for segments of ``mss`` payload bytes."""
+    scale = float(mss) if config.step_unit == "segments" else 1.0
+    rules = [r if isinstance(r, str) else float(r) * scale for r in config.per_ack]
+    table: dict[str, Any] = {
+        "trigger": "interval",
+        "interval": config.interval,
+        "interval_rtts": config.interval_rtts,
+        "policy_delay": 0,  # QTCP decides in the sender's own stack
+        "features": list(QTCP_FEATURES),
+        "history": 1,
+        "reward": "log_utility",
+        "reward_beta": config.delta,
+        "reward_scale": 1.0,
+        "action": "per_ack",
+        "per_ack": rules,
+        "loss_response": "newreno",
+        "slow_start": config.slow_start,
+        "initial_window": config.initial_window * mss,
+        "min_window": mss,
+        "timeout_rate": 1.0,  # the window is the timeout's response, not the pacing rate
+    }
+    return table
+
+
+def utility_reward(du: np.ndarray, config: QtcpConfig) -> np.ndarray:
+    """QTCP's reward of a utility change: ``reward_up`` above the dead band, ``reward_down``
+    below minus it, 0 inside."""
+    du = np.asarray(du, dtype=np.float64)
+    out = np.zeros_like(du)
+    out[du > config.dead_band] = config.reward_up
+    out[du < -config.dead_band] = config.reward_down
+    return out
+
+
+@dataclass
+class QtcpRun:
+    """What :func:`run_qtcp` returns."""
+
+    config: QtcpConfig
+    result: Result
+    """The simulation's result, as ``ccgym.run`` returns it (summary and series: queue length,
+    per-flow delivery rates, ...)."""
+    learners: dict[int, KanervaQLearner]
+    """The learner of each agent flow (the same object for every flow when shared)."""
+    log: dict[str, np.ndarray]
+    """One entry per decision: ``time_s``, ``flow``, ``cwnd_bytes`` (window when deciding),
+    ``utility`` (of the interval that just closed), ``reward`` (of the previous action; NaN at
+    a flow's first decision), ``action`` (-1 at a flow's end), ``throughput`` (of the interval
+    that just closed, as a fraction of the flow's line rate) and ``state`` (K x 3, raw)."""
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The simulation's summary."""
+        return self.result.summary
+
+    def flow_log(self, flow: int) -> dict[str, np.ndarray]:
+        """The decisions of one flow."""
+        sel = self.log["flow"] == flow
+        return {k: v[sel] for k, v in self.log.items()}
+
+
+def _mss(scenario: Mapping[str, Any]) -> int:
+    packets = scenario.get("packets") or {}
+    return int(packets.get("payload", 1024))  # the core's default (PacketConfig)
+
+
+def run_qtcp(
+    scenario: Any,
+    config: QtcpConfig | str = QTCP,
+    *,
+    overrides: Sequence[str] | None = None,
+    seed: int | None = None,
+    learners: Mapping[int, KanervaQLearner] | KanervaQLearner | None = None,
+    cc: str | None = "agent",
+    learn: bool = True,
+) -> QtcpRun:
+    """Runs a scenario with QTCP flows, learning online.
+
+    Args:
+        scenario: bundled name, TOML path or string, or dict (see ``ccgym.load_scenario``).
+        config: a :class:`QtcpConfig` or a name in :data:`VARIANTS`.
+        overrides: ``"dotted.key=value"`` strings.
+        seed: the run's seed (default: the scenario's); the learners' generators are seeded
+            from it (and from the flow id).
+        learners: learners to start from (one per flow id, or one shared), e.g. from
+            :func:`load_learners`; flows without one get a fresh learner.
+        cc: ``"agent"``: every flow is a QTCP flow; ``None``: only the flows whose ``cc`` is
+            ``agent`` are (the others keep their CC, for mixes with NewReno or CUBIC).
+        learn: False freezes the learners (greedy actions, no updates).
+    """
+    if isinstance(config, str):
+        if config not in VARIANTS:
+            raise ValueError(f"unknown QTCP variant {config!r}; known: {', '.join(VARIANTS)}")
+        config = VARIANTS[config]
+    data, base = prepare_scenario(scenario, overrides, cc=cc)
+    table = dict(data.get("agent") or {})
+    table.update(agent_table(config, _mss(data)))
+    data["agent"] = table
+    if seed is not None:
+        data["seed"] = seed
+    run_seed = int(data.get("seed", 1))
+    # One simulation stepped directly (not through AgentPool): no episodes to manage, and its
+    # series (queue length, per-flow rates) come with the result.
+    sim = native().Simulation(scenario_json(data), str(base))
+    dim = int(sim.obs_dim)
+    if dim != len(QTCP_FEATURES):
+        raise ValueError('the scenario has no QTCP agent flows (cc = "agent")')
+
+    own: dict[int, KanervaQLearner] = {}
+    shared: KanervaQLearner | None = None
+    if isinstance(learners, KanervaQLearner):
+        shared = learners
+    elif learners is not None:
+        own = dict(learners)
+    if config.shared and shared is None:
+        shared = own.get(0) or KanervaQLearner(
+            len(config.per_ack), STATE_DIMS, config.learner, run_seed
+        )
+
+    def learner_of(flow: int) -> KanervaQLearner:
+        if shared is not None:
+            return shared
+        if flow not in own:
+            own[flow] = KanervaQLearner(
+                len(config.per_ack), STATE_DIMS, config.learner, seed=run_seed * 100_003 + flow
+            )
+        return own[flow]
+
+    # Per flow: the last scaled state, action and utility (for the next transition).
+    last: dict[int, tuple[np.ndarray, int, float]] = {}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "time_s",
+            "flow",
+            "cwnd_bytes",
+            "utility",
+            "reward",
+            "action",
+            "throughput",
+            "state",
+        )
+    }
+    mss = _mss(data)
+    over = False
+    while not over:
+        over, batch = sim.agent_step()
+        n = len(batch["flow"])
+        if n == 0:
+            continue
+        obs = np.asarray(batch["obs"], np.float32).reshape(n, dim)
+        request = ~(np.asarray(batch["done"], bool) | np.asarray(batch["truncated"], bool))
+        xs = scale_state(obs[:, :STATE_DIMS])
+        actions = np.zeros(n, np.float32)
+        for i in range(n):
+            flow, t = int(batch["flow"][i]), float(batch["time_s"][i])
+            u = float(batch["reward"][i])
+            learner = learner_of(flow)
+            r = np.nan
+            if flow in last:
+                x0, a0, u0 = last[flow]
+                r = float(utility_reward(np.array([u - u0]), config)[0])
+                if learn:
+                    learner.update(x0, a0, r, xs[i], t)
+            a = -1
+            if request[i]:
+                a = learner.act(xs[i], t) if learn else learner.greedy(xs[i])
+                last[flow] = (xs[i], a, u)
+                actions[i] = a
+            else:
+                last.pop(flow, None)
+            cols["time_s"].append(t)
+            cols["flow"].append(flow)
+            cols["cwnd_bytes"].append(float(obs[i, STATE_DIMS]) * mss)
+            cols["utility"].append(u)
+            cols["reward"].append(r)
+            cols["action"].append(a)
+            cols["throughput"].append(float(obs[i, STATE_DIMS + 1]))
+            cols["state"].append(obs[i, :STATE_DIMS].astype(np.float64))
+        sim.agent_act(actions)
+    summary_json, series = sim.finish()
+    log = {
+        k: (np.array(v).reshape(-1, STATE_DIMS) if k == "state" else np.array(v))
+        for k, v in cols.items()
+    }
+    flows = sorted(set(log["flow"].tolist()))
+    learners_out = {f: learner_of(f) for f in flows}
+    result = Result.from_native(summary_json, series, data)
+    return QtcpRun(config=config, result=result, learners=learners_out, log=log)
+
+
+def save_learners(path: str | os.PathLike[str], learners: Mapping[int, KanervaQLearner]) -> None:
+    """Writes the learners of a run (:attr:`QtcpRun.learners`) to one ``.npz`` file; a learner
+    shared by several flows is stored once."""
+    arrays: dict[str, np.ndarray] = {}
+    seen: dict[int, int] = {}
+    for flow, learner in learners.items():
+        owner = seen.setdefault(id(learner), flow)
+        if owner != flow:
+            arrays[f"flow{flow}.same_as"] = np.array(owner)
+            continue
+        for k, v in learner.state_dict().items():
+            arrays[f"flow{flow}.{k}"] = v
+    np.savez(path, **arrays)
+
+
+def load_learners(path: str | os.PathLike[str]) -> dict[int, KanervaQLearner]:
+    """The learners written by :func:`save_learners`, by flow id (to pass to :func:`run_qtcp`,
+    which continues learning from them)."""
+    out: dict[int, KanervaQLearner] = {}
+    same: dict[int, int] = {}
+    with np.load(path) as z:
+        groups: dict[int, dict[str, np.ndarray]] = {}
+        for key in z.files:
+            m = re.fullmatch(r"flow(\d+)\.(.+)", key)
+            if not m:
+                raise ValueError(f"{path}: not a QTCP learner file (entry {key!r})")
+            flow, name = int(m.group(1)), m.group(2)
+            if name == "same_as":
+                same[flow] = int(z[key])
+            else:
+                groups.setdefault(flow, {})[name] = z[key]
+    for flow, state in groups.items():
+        out[flow] = KanervaQLearner.from_state_dict(state)
+    for flow, owner in same.items():
+        out[flow] = out[owner]
+    return out
+
+
+def with_learner(config: QtcpConfig, **changes: Any) -> QtcpConfig:
+    """``config`` with some learner hyper-parameters changed."""
+    return replace(config, learner=replace(config.learner, **changes))
