@@ -15,6 +15,9 @@ page, visible in its source):
   required.
 * ``<!-- docs-test: replace OLD => NEW -->``: run the block with the text ``OLD`` replaced by
   ``NEW`` (e.g. a shorter ``duration``); ``OLD`` must occur in the block. Several may be given.
+* ``<!-- docs-test: needs anchors -->``: the block reads the shared reference files (the
+  ``rlcc-public`` policy), which are not part of the repository; it runs where they are found
+  (``$CCGYM_ANCHORS`` or ``<repo>/../shared/anchors``) and is skipped elsewhere, saying why.
 
 A marker that is not followed by a block, or that is malformed, is an error, so markers cannot
 go stale unnoticed. In shell blocks, three commands are never run, by rule: ``make`` (its targets
@@ -46,6 +49,16 @@ _FENCE = re.compile(r"^```\s*([A-Za-z0-9_+-]*)\s*$")
 _MARKER = re.compile(r"^<!--\s*docs-test:(.*?)-->\s*$")
 _SKIP = re.compile(r"^skip\s*\((.+)\)$")
 _REPLACE = re.compile(r"^replace\s+(.+?)\s+=>\s+(.*)$")
+_NEEDS_ANCHORS = re.compile(r"^needs\s+anchors$")
+
+
+def anchors_found() -> bool:
+    """Whether the shared reference files (``rlcc_public_policy.npz``) are found, as ``ccgym``
+    looks for them from this repository."""
+    env = os.environ.get("CCGYM_ANCHORS")
+    dirs = ([Path(env)] if env else []) + [REPO.parent / "shared" / "anchors"]
+    return any((d / "rlcc_public_policy.npz").is_file() for d in dirs)
+
 
 NOT_RUN = {
     "make": "make targets rebuild and rerun the repository (make test would recurse)",
@@ -131,10 +144,13 @@ def extract(page: Path, name: str | None = None) -> list[Block]:
                     block.skip = skip.group(1).strip()
                 elif repl:
                     block.replace.append((repl.group(1), repl.group(2)))
+                elif _NEEDS_ANCHORS.match(text_):
+                    if not anchors_found():
+                        block.skip = "needs the shared anchors folder, not found here"
                 else:
                     raise MarkerError(
                         f"{name}:{at}: unknown docs-test marker {text_!r} "
-                        "(use 'skip (REASON)' or 'replace OLD => NEW')"
+                        "(use 'skip (REASON)', 'replace OLD => NEW' or 'needs anchors')"
                     )
             blocks.append(block)
         pending = []

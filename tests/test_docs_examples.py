@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import docs_examples  # noqa: E402
 from docs_examples import (  # noqa: E402
     NOT_RUN,
     REPO,
@@ -105,6 +106,18 @@ def test_skip_and_replace_markers(tmp_path: Path) -> None:
     ran, failure = _run(tmp_path, text)
     assert failure is None and ran == ["page.md:8", "page.md:12"]
     assert set(NOT_RUN) == {"make", "pip", "tensorboard"}
+
+
+def test_a_block_that_needs_the_anchors_runs_only_where_they_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "<!-- docs-test: needs anchors -->\n```python\nx = 1\n```\n"
+    monkeypatch.setattr(docs_examples, "anchors_found", lambda: False)
+    assert [b.skip for b in _page(tmp_path, text)] == [
+        "needs the shared anchors folder, not found here"
+    ]
+    monkeypatch.setattr(docs_examples, "anchors_found", lambda: True)
+    assert [b.skip for b in _page(tmp_path, text)] == [None]
 
 
 def test_a_replace_marker_that_no_longer_matches_fails(tmp_path: Path) -> None:
