@@ -11,6 +11,8 @@ A suite is TOML::
     table = "standard"         # optional: "standard" (SU / FR / QL / drops) or "long-short"
                                # (RT / DR / LBW / message FCT, ccgym.bench.longshort), or
                                # "hopass-slow-layer" / "hopass-overall" (ccgym.bench.hopass_slow)
+    method_grid = "acc"        # optional: method presets generated from a grid defined in
+                               # code (ccgym.bench.acc.method_grid: the ACC ECN templates)
 
     [[scenario]]
     label = "m2o 2"            # optional; default: the scenario's name
