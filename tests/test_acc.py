@@ -218,7 +218,7 @@ def test_bench_oracle_table_on_a_real_tiny_grid(tmp_path: Path) -> None:
     assert acc.oracle_choice(rows)["method"] == min(eligible, key=lambda m: np.mean(p99[m]))
     text = markdown_table(rows, "t", spec)
     assert "ws: mice p99 FCT across 3 templates" in text
-    assert "Spearman rho" in text
+    assert "Spearman rho" in text and "too few to test" in text
     # cached: a rerun does nothing
     _, stats = run_suite(suite, tmp_path / "out", jobs=1)
     assert stats.ran == 0 and stats.cached == 6
@@ -233,6 +233,10 @@ def test_spread_within_and_beyond_noise() -> None:
     assert (clear.best, clear.worst) == ("a", "b")
     assert clear.spread == pytest.approx((201.5 - 101) / 101)
     assert clear.anova_p is not None and clear.anova_p < 0.01
+    # beyond the seed range, but two seeds of three templates are not significant
+    weak = spread_check({"a": [100, 120], "b": [150, 110], "c": [160, 140]})
+    assert weak is not None and not weak.within_noise and weak.anova_p >= 0.05
+    assert "more seeds needed" in weak.verdict()
     one_seed = spread_check({"a": [1.0], "b": [2.0]})
     assert one_seed is not None and one_seed.noise is None and one_seed.within_noise is None
     assert spread_check({"a": [1.0]}) is None
@@ -250,6 +254,8 @@ def test_reward_correlation_sign() -> None:
     )
     assert bad is not None and bad.rho == pytest.approx(1.0) and "OPPOSITE" in bad.verdict()
     assert reward_correlation({"a": 1.0, "b": 2.0}, {"a": 1.0, "b": 2.0}) is None
+    three = reward_correlation({"a": 1.0, "b": 2.0, "c": 3.0}, {"a": 3.0, "b": 2.0, "c": 1.0})
+    assert three is not None and "too few to test" in three.verdict()
 
 
 def test_interval_rewards_follow_the_spec() -> None:

@@ -29,6 +29,10 @@ REWARD_Q_REF_BYTES = 32_000
 product of the ACC testbed's longest path (4 links of 1 us each way plus serialisation: a base
 RTT near 10 us, 31 KB at 25 Gb/s); scaled with each port's rate like the ECN thresholds."""
 
+MIN_TEMPLATES_FOR_TEST = 5
+"""Fewest templates for which the rank correlation's verdict is a test (with 3 the exact
+one-sided p of a perfect rank is 1/6)."""
+
 ANOVA_ALPHA = 0.05
 """Significance level of the ANOVA in :func:`spread_check`."""
 
@@ -111,8 +115,7 @@ class Spread:
     """The mean over templates of (max - min) over seeds, relative to the best mean; None with
     one seed per template (no noise estimate)."""
     within_noise: bool | None
-    """Whether the templates cannot be told apart: the spread is at most the noise, or the ANOVA
-    p-value is at least :data:`ANOVA_ALPHA` (None: no noise estimate)."""
+    """Whether the spread is at most the noise (None: no noise estimate)."""
     anova_p: float | None
     """p-value of a one-way ANOVA of the score on the template (None with one seed)."""
     templates: int
@@ -128,6 +131,8 @@ class Spread:
             text += f", ANOVA p = {self.anova_p:.2g}"
         if self.within_noise:
             return text + ": WITHIN NOISE, nothing to learn here"
+        if self.anova_p is not None and self.anova_p >= ANOVA_ALPHA:
+            return text + ": beyond the seed range but not significant, more seeds needed"
         return text + ": beyond noise"
 
 
@@ -141,7 +146,9 @@ def spread_check(scores: Mapping[str, Sequence[float]]) -> Spread | None:
     The spread is the gap between the best and the worst template's mean; the noise is the mean,
     over templates, of the gap between a template's best and worst seed. The spread is "within
     noise" when it is not larger than that: a template's own seeds disagree as much as the
-    templates do. The ANOVA p-value says the same with a test (small: the templates differ).
+    templates do. A one-way ANOVA of the score on the template asks the same with a test; when
+    the spread exceeds the noise but the p-value is :data:`ANOVA_ALPHA` or more (few seeds, few
+    templates), the verdict says that more seeds are needed.
     Returns None with fewer than two templates.
     """
     clean = {
@@ -165,8 +172,7 @@ def spread_check(scores: Mapping[str, Sequence[float]]) -> Spread | None:
         from scipy.stats import f_oneway
 
         anova_p = float(f_oneway(*clean.values()).pvalue)
-    within = spread <= noise or (anova_p is not None and anova_p >= ANOVA_ALPHA)
-    return Spread(best, worst, spread, noise, within, anova_p, len(clean))
+    return Spread(best, worst, spread, noise, spread <= noise, anova_p, len(clean))
 
 
 @dataclass(frozen=True)
@@ -179,6 +185,9 @@ class Correlation:
 
     def verdict(self, score: str = "mice p99 FCT") -> str:
         """One line for the table notes: a good reward has rho < 0 (high reward, low FCT)."""
+        if self.templates < MIN_TEMPLATES_FOR_TEST:
+            # scipy's p-value is an approximation that says 0 for a perfect rank of 3 points
+            return f"Spearman rho = {self.rho:+.2f} ({self.templates} templates: too few to test)"
         if self.rho < 0 and self.p < 0.05:
             how = f"the reward ranks templates like {score} (higher reward, lower FCT)"
         elif self.rho > 0 and self.p < 0.05:
