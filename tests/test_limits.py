@@ -153,6 +153,9 @@ def test_every_bench_suite_run_is_within_the_default_budgets() -> None:
 
                 data, base = load_scenario(data, cc="agent")
                 data["agent"] = agent_table(VARIANTS[job.method], data["packets"]["payload"])
+            elif job.preset is not None:  # a method preset (e.g. an ACC ECN template): its run
+                cc = job.preset["cc"]
+                data, base = load_scenario(data, job.preset["overrides"], cc=cc)
             else:
                 data, base = load_scenario(data, cc=job.method)
             est = ccgym.estimate(data)

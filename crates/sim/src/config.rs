@@ -253,6 +253,11 @@ pub struct EcnConfig {
     /// `pmax` at K and 1 above), overriding `kmin` / `kmax` for that queue;
     /// empty: every data queue uses `kmin` / `kmax`.
     pub queue_k: Vec<Bytes>,
+    /// Link rate at which `kmin`, `kmax` and `queue_k` hold as written; with
+    /// it, each port's thresholds are scaled by its own rate over this one
+    /// (the HPCC authors' rule: thresholds proportional to the port's rate).
+    /// None: every port uses the thresholds as written.
+    pub reference_rate: Option<Rate>,
 }
 
 impl Default for EcnConfig {
@@ -264,6 +269,7 @@ impl Default for EcnConfig {
             pmax: 1.0,
             at: "dequeue".into(),
             queue_k: vec![],
+            reference_rate: None,
         }
     }
 }

@@ -313,3 +313,36 @@ fn queue_agents_and_queue_stats_callers_keep_separate_intervals() {
         assert!(a[3] > 0.0, "the older row is the first interval's");
     }
 }
+
+/// `switch.ecn.reference_rate` scales each port's thresholds by its own rate:
+/// 25 Gb/s host ports keep the thresholds as written, 100 Gb/s fabric ports
+/// get four times them; without it every port has them as written.
+#[test]
+fn ecn_thresholds_scale_with_the_port_rate_from_a_reference_rate() {
+    let scenario = |reference: Option<&str>| {
+        let mut ecn = json!({"kmin": "5KB", "kmax": "200KB", "pmax": 0.01, "queue_k": []});
+        if let Some(r) = reference {
+            ecn["reference_rate"] = json!(r);
+        }
+        build(json!({
+            "duration": "10us",
+            "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 1,
+                         "link_rate": "25Gbps", "fabric_rate": "100Gbps"},
+            "switch": {"ecn": ecn},
+            "workload": [{"kind": "long", "receiver": 0}],
+        }))
+    };
+    let scaled = scenario(Some("25Gbps"));
+    let plain = scenario(None);
+    for q in scaled.data_queues() {
+        let red = scaled.ecn_of(q.port, q.queue).expect("a data queue").expect("ECN on");
+        let rate = scaled.ports()[q.port as usize].rate_bps;
+        let factor = rate / 25_000_000_000;
+        assert!(factor == 1 || factor == 4, "host ports at 25G, fabric at 100G");
+        assert_eq!((red.kmin, red.kmax, red.pmax), (5_000 * factor, 200_000 * factor, 0.01));
+        let red = plain.ecn_of(q.port, q.queue).expect("a data queue").expect("ECN on");
+        assert_eq!((red.kmin, red.kmax), (5_000, 200_000));
+    }
+    // The default profile the agents and the report start from stays as written.
+    assert_eq!(scaled.default_ecn().map(|r| r.kmax), Some(200_000));
+}

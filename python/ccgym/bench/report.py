@@ -331,6 +331,9 @@ def write_report(
         f"{html.escape(tol)}). Paper: {html.escape(spec.published_source)}, where "
         "it has the entry.</p>",
     ]
+    if spec.notes is not None:  # e.g. the ACC validity checks
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in spec.notes(rows))
+        parts.append(f'<ul class="note">{notes}</ul>')
     if spec.name.startswith("hopass"):  # the slow layer's shares and utility over time
         from ccgym.bench.hopass_slow import report_section
 

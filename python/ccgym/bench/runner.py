@@ -11,6 +11,8 @@ A suite is TOML::
     table = "standard"         # optional: "standard" (SU / FR / QL / drops) or "long-short"
                                # (RT / DR / LBW / message FCT, ccgym.bench.longshort), or
                                # "hopass-slow-layer" / "hopass-overall" (ccgym.bench.hopass_slow)
+    method_grid = "acc"        # optional: method presets generated from a grid defined in
+                               # code (ccgym.bench.acc.method_grid: the ACC ECN templates)
 
     [[scenario]]
     label = "m2o 2"            # optional; default: the scenario's name
@@ -140,6 +142,12 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
     suite["path"] = str(path.resolve())
     seeds = suite.setdefault("seeds", [1])
     methods = suite.get("methods")
+    if "method_grid" in suite:  # presets generated from a grid defined in code (bench/acc.py)
+        from ccgym.bench.acc import method_grid
+
+        if methods is not None and not isinstance(methods, dict):
+            raise ScenarioError(f"{path}: with method_grid, methods must be a table of presets")
+        methods = {**method_grid(suite["method_grid"], path), **(methods or {})}
     scenarios = suite.get("scenario")
     if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
         raise ScenarioError(f"{path}: seeds must be a non-empty list of integers")
@@ -179,6 +187,7 @@ SUITE_KEYS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "overrides": (list, "a list of KEY=VALUE strings"),
     "table": (str, "a string"),
     "scenario": (list, "an array of tables, [[scenario]]"),
+    "method_grid": (str, "a string"),
 }
 """The keys of a suite file's top level, with their TOML types."""
 
@@ -364,6 +373,10 @@ def run_key(
         from ccgym.bench.longshort import SCORES_VERSION
 
         ident["scores"] = f"{scores}/{SCORES_VERSION}"
+    if scores == "acc-oracle":  # ACC tables: their own version too
+        from ccgym.bench.acc import SCORES_VERSION as ACC_SCORES_VERSION
+
+        ident["scores"] += f"/{ACC_SCORES_VERSION}"
     if scores.startswith("hopass"):  # HOPASS slow-layer tables: their own version too
         from ccgym.bench.hopass_slow import SCORES_VERSION as HOPASS_SCORES_VERSION
 
@@ -441,6 +454,10 @@ def run_job(
         from ccgym.bench import weighted
 
         metrics.update(weighted.scores(data, s, result.series["flow_info"]))
+    if scores == "acc-oracle":
+        from ccgym.bench import acc
+
+        metrics.update(acc.scores(s, result.series))
     out = {"metrics": metrics, "summary": s, "wall_s": time.perf_counter() - t0}
     if profile is not None:
         out["size_profile"] = profile  # the slowdown-against-size plots (bench.plots)

@@ -12,12 +12,13 @@ import csv
 import io
 import math
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError
+from ccgym.bench import acc
 from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
 from ccgym.bench.qtcp import QTCP_METRICS
 from ccgym.bench.slowdown import BUCKET_TITLES, SLOWDOWN_METRICS
@@ -29,6 +30,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 PUBLISHED_FILE = Path(__file__).parent / "published.toml"
+
+
+Derive = Callable[[list[dict[str, Any]], list[Mapping[str, Any]]], list[dict[str, Any]]]
+"""A table's derived rows: ``(rows, run records) -> rows to show``."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,11 @@ class TableSpec:
     """Where the published numbers come from, for the Markdown note."""
     extra: tuple[str, ...] = ()
     """Further metrics aggregated like the columns, written to the CSV only."""
+    derive: Derive | None = None
+    """Optional: rows derived from the aggregated rows and the run records (e.g. the ACC static
+    oracle), called last by :func:`build_rows`; returns the rows to show."""
+    notes: Callable[[Sequence[Mapping[str, Any]]], list[str]] | None = None
+    """Optional: lines printed under the table (e.g. the ACC validity checks)."""
 
 
 STANDARD = TableSpec(
@@ -208,6 +218,24 @@ fair phase."""
 
 TABLES[QTCP_TABLE.name] = QTCP_TABLE
 
+
+ACC_ORACLE = TableSpec(
+    name="acc-oracle",
+    columns=acc.ACC_COLUMNS,
+    metrics=acc.ACC_METRICS,
+    published_fields=(),
+    published_title="paper",
+    published_source="none embedded: the ACC paper gives no per-setting numbers",
+    extra=acc.ACC_EXTRA,
+    derive=acc.derive_rows,
+    notes=acc.table_notes,
+)
+"""Static ECN templates on the ACC scenarios (:mod:`ccgym.bench.acc`): mice and elephant FCT,
+throughput, queues, PFC pauses, the training reward; the static oracle as a derived row and the
+validity checks under the table."""
+
+TABLES[ACC_ORACLE.name] = ACC_ORACLE
+
 COLUMNS = STANDARD.columns
 """(metric key, column title, format) of the standard table's metric columns."""
 
@@ -282,6 +310,8 @@ def build_rows(
         mask = pareto_mask([rows[i] for i in idx], metrics or spec.metrics)
         for i, keep in zip(idx, mask, strict=True):
             rows[i]["pareto"] = keep
+    if spec.derive is not None:
+        rows = spec.derive(rows, [r for recs in groups.values() for r in recs])
     return rows
 
 
@@ -376,6 +406,8 @@ def markdown_table(
         "",
         f"{pareto_note(spec)} Paper: {spec.published_source}, where it has the entry.",
     ]
+    if spec.notes is not None:
+        lines += ["", *(f"* {note}" for note in spec.notes(rows))]
     return "\n".join(lines) + "\n"
 
 

@@ -90,6 +90,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
     out = stdout()
     out.print(rich_table(rows, title, spec))
+    if spec.notes is not None:  # e.g. the ACC validity checks
+        for note in spec.notes(rows):
+            out.print(note, highlight=False, soft_wrap=True)
     paths = write_tables(rows, out_dir, title, spec)
     out.print(
         f"{stats.ran} runs done, {stats.cached} from the cache, {stats.wall_s:.1f} s; "

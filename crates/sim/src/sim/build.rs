@@ -66,11 +66,22 @@ impl Simulation {
             _ => unreachable!("checked by validate"),
         };
         let ecn_red = sw.ecn.enabled.then_some(Red { kmin: sw.ecn.kmin.0, kmax: sw.ecn.kmax.0, pmax: sw.ecn.pmax });
-        // A data queue's own step threshold, if the scenario gives one.
-        let queue_red = |q: usize| {
-            ecn_red.map(|r| match sw.ecn.queue_k.get(q - 1) {
-                Some(k) => Red { kmin: k.0, kmax: k.0, pmax: r.pmax },
-                None => r,
+        // A data queue's own step threshold, if the scenario gives one, scaled to
+        // the port's rate when the scenario gives a reference rate.
+        let queue_red = |q: usize, rate_bps: u64| {
+            ecn_red.map(|r| {
+                let r = match sw.ecn.queue_k.get(q - 1) {
+                    Some(k) => Red { kmin: k.0, kmax: k.0, pmax: r.pmax },
+                    None => r,
+                };
+                match sw.ecn.reference_rate {
+                    Some(reference) => Red {
+                        kmin: scale_threshold(r.kmin, rate_bps, reference.0),
+                        kmax: scale_threshold(r.kmax, rate_bps, reference.0),
+                        pmax: r.pmax,
+                    },
+                    None => r,
+                }
             })
         };
         let mut port_local = vec![0u16; topo.ports.len()];
@@ -87,7 +98,7 @@ impl Simulation {
                 let nq = if is_host { 1 } else { switch_queues(sw) };
                 let qs = (0..nq)
                     .map(|q| Queue {
-                        red: if q > 0 { queue_red(q) } else { None },
+                        red: if q > 0 { queue_red(q, ps.rate_bps) } else { None },
                         weight: if q > 0 { sw.weights.get(q - 1).copied().unwrap_or(1) } else { 1 },
                         ..Queue::default()
                     })
@@ -674,6 +685,13 @@ fn validate_phost(h: &crate::config::HostConfig) -> CfgResult<()> {
 // ---- Queue disciplines and buffer models (`switch.discipline`, `switch.buffer_model`)
 
 /// Queues per switch port, control queue 0 included.
+/// An ECN threshold of `bytes` at `reference_bps`, scaled to a port of
+/// `rate_bps` (proportional to the rate, rounded to the nearest byte).
+fn scale_threshold(bytes: u64, rate_bps: u64, reference_bps: u64) -> u64 {
+    let scaled = (bytes as u128 * rate_bps as u128 + reference_bps as u128 / 2) / reference_bps.max(1) as u128;
+    scaled.min(u64::MAX as u128) as u64
+}
+
 fn switch_queues(sw: &crate::config::SwitchConfig) -> usize {
     match sw.discipline.as_str() {
         "priority" => 1 + sw.priorities as usize,
