@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -203,25 +204,32 @@ def run_blocks(blocks: list[Block], work: Path, timeout: float = 120.0) -> PageR
     )
     env["DOCS_TEST_PYTHON"] = sys.executable
     env.setdefault("MPLBACKEND", "Agg")
+    # Its own session, so that a timeout stops everything the blocks started (a shell block's
+    # `ccgym bench` and its workers), not only the driver.
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=work,
+        env=env,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", _DRIVER],
-            input=json.dumps(payload),
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        stdout, stderr = proc.communicate(json.dumps(payload), timeout=timeout)
     except subprocess.TimeoutExpired:
-        where = todo[0].page if todo else "?"
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, _ = proc.communicate()
+        done = sum(ln.startswith("docs-test: ran ") for ln in stdout.splitlines())
+        where = todo[min(done, len(todo) - 1)].where
         return PageResult([], skipped, f"{where}: timed out after {timeout:.0f} s", timeout)
     seconds = time.perf_counter() - start
-    lines = proc.stdout.splitlines()
+    lines = stdout.splitlines()
     ran = [ln.removeprefix("docs-test: ran ") for ln in lines if ln.startswith("docs-test: ran ")]
     failure = None
     if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-40:]
+        tail = stderr.strip().splitlines()[-40:]
         failure = "\n".join(tail) or f"exit status {proc.returncode}"
     return PageResult(ran, skipped, failure, seconds)
 

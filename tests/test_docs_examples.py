@@ -8,6 +8,7 @@ fails, naming the page and the line, when an example is broken.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,26 @@ def test_a_block_that_needs_the_anchors_runs_only_where_they_are(
     ]
     monkeypatch.setattr(docs_examples, "anchors_found", lambda: True)
     assert [b.skip for b in _page(tmp_path, text)] == [None]
+
+
+def test_a_timeout_stops_everything_the_blocks_started(tmp_path: Path) -> None:
+    text = "```python\nx = 1\n```\n\n```sh\nsleep 299.25 &\nsleep 299.5\n```\n"
+    result = run_blocks(_page(tmp_path, text), make_workspace(tmp_path), timeout=3.0)
+    assert result.failure == "page.md:5: timed out after 3 s"
+
+    def running(arg: str) -> bool:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if arg in cmdline.read_bytes().decode(errors="replace"):
+                    return True
+            except OSError:
+                continue
+        return False
+
+    deadline = time.monotonic() + 5
+    while (running("299.25") or running("299.5")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running("299.25") and not running("299.5")
 
 
 def test_a_replace_marker_that_no_longer_matches_fails(tmp_path: Path) -> None:
