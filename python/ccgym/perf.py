@@ -410,28 +410,14 @@ def measure_fabric(method: str, duration: str | float = DEFAULT_DURATION) -> dic
     """Run the fabric entry ``method`` in this process and return its measurements, as
     :func:`measure` does, plus simulated time per CPU second and the CPU time 100 ms of
     simulated time take at that pace."""
-    sim_mod = native()
-    sim = sim_mod.Simulation(scenario_json(fabric_scenario(method, duration)), os.getcwd())
-    end = int(sim.end_ps)
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    advance(sim, end, max(end // PROGRESS_STEPS, 1))
-    cpu_s, wall_s = time.process_time() - cpu0, time.perf_counter() - wall0
-    events, hops = int(sim.events), int(sim.packet_hops)
-    sim_s = int(sim.now_ps) / 1e12
+    row = measure_scenario(fabric_scenario(method, duration))
+    sim_s, cpu_s = row["sim_time_s"], row["cpu_s"]
     return {
         "entry": "fabric",
         "method": method,
         "scenario": f"{FABRIC_SCENARIO} at load {FABRIC_LOAD}",
-        "sim_time_s": sim_s,
-        "events": events,
-        "packet_hops": hops,
-        "cpu_s": cpu_s,
-        "wall_s": wall_s,
-        **_speed(events, hops, cpu_s),
-        "sim_per_cpu_s": sim_s / cpu_s if cpu_s > 0 else None,
+        **row,
         "cpu_s_per_100ms": cpu_s * 0.1 / sim_s if sim_s > 0 else None,
-        "setup_s": float(sim.setup_seconds),
-        "peak_rss_mb": _peak_rss_mb(),
     }
 
 
