@@ -99,6 +99,32 @@ def test_ddqn_learns_ecn_templates_on_an_incast(seed: int, static_rewards: list[
     assert greedy.mean_reward >= ranked[3], msg
 
 
+def two_incasts(seed: int) -> dict[str, Any]:
+    """Two 2-to-1 incasts on one switch: two queue agents, one per receiver port."""
+    data = incast(seed)
+    data["topology"]["hosts"] = 6
+    data["workload"] = [
+        {"kind": "incast", "senders": [2, 3], "receiver": 0, "size": "100MB"},
+        {"kind": "incast", "senders": [4, 5], "receiver": 1, "size": "100MB"},
+    ]
+    data["agent"]["queues"] = ["sw0->h0", "sw0->h1"]
+    return data
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_queue_agents_share_one_network_and_one_replay(seed: int) -> None:
+    learner = DDQN(OBS_DIM, len(GRID), settings(seed))
+    curve = []
+    for ep in range(4):
+        stats = run_queue_episode(two_incasts(ep + 1), learner)
+        # both agents decide every 20 us of the 2 ms and each decision becomes one transition
+        assert stats.decisions == stats.transitions == 2 * 99
+        curve.append(stats.mean_reward)
+    assert len(learner.replay) == 4 * 2 * 99
+    assert learner.decisions == 4 * 2 * 99
+    assert curve[-1] > curve[0] + 0.3, np.round(curve, 3)
+
+
 def test_epsilon_schedules() -> None:
     lin = DDQN(4, 3, DDQNSettings(eps_decay_steps=100, eps_end=0.1))
     exp = DDQN(4, 3, DDQNSettings(eps_decay_steps=100, eps_end=0.1, eps_decay="exponential"))

@@ -379,8 +379,9 @@ def run_queue_episode(
                 # Truncation (end of the run) is not terminal; a queue agent is never done early.
                 term = np.asarray(q["done"], np.float32)[had]
                 learner.observe(last_obs[a], last_act[a], rew, obs[had], term)
-        actions = learner.act(obs, explore=train)
-        actions[ended] = 0  # answered but not applied
+        # Ended entries are answered (with 0) but take no decision and count none.
+        actions = np.zeros(len(agents), np.int64)
+        actions[~ended] = learner.act(obs[~ended], explore=train)
         last_obs[agents] = obs
         last_act[agents] = np.where(ended, -1, actions)
         stats.decisions += int((~ended).sum())
