@@ -26,8 +26,8 @@ Choices (``[X]`` in the spec, written down here):
   (``eps_end + (eps_start - eps_end) exp(-t / eps_decay_steps)``, the DQN baseline's 7.4 form).
   The count is of decisions (all agents), not learner steps.
 * Replay: uniform over the last ``buffer_size`` transitions of all agents; learning starts after
-  ``learning_starts`` transitions and does ``updates_per_decision`` gradient steps per answered
-  batch of ``train_every`` decisions.
+  ``learning_starts`` transitions, then ``updates_per_step`` gradient steps follow every
+  ``train_every`` transitions pushed (so more agents mean more updates per simulated interval).
 
 Queue agents: one agent per data queue listed in the scenario's ``agent.queues``; its action is
 an index into :data:`ccgym.acc.templates.GRID` (35 templates, the static presets SECN0/1/2 at
@@ -80,7 +80,7 @@ class DDQNSettings:
     batch_size: int = 128
     learning_starts: int = 1_000
     train_every: int = 1
-    updates_per_decision: int = 1
+    updates_per_step: int = 1
     target_every: int = 1_000
     tau: float = 1.0  # 1 = hard copies every target_every steps; (0, 1) = Polyak every step
     eps_start: float = 1.0
@@ -208,6 +208,7 @@ class DDQN:
         self.replay = ReplayBuffer(obs_dim, self.s.buffer_size)
         self.decisions = 0  # agent decisions so far (drives epsilon)
         self.learner_steps = 0
+        self.pending = 0  # transitions since the last due update
         self.last_loss = float("nan")
 
     def epsilon(self) -> float:
@@ -253,9 +254,12 @@ class DDQN:
         self.replay.add(obs, actions, rewards, next_obs, terminal)
         if len(self.replay) < max(self.s.learning_starts, self.s.batch_size):
             return
-        if self.decisions % self.s.train_every < len(actions):
-            for _ in range(self.s.updates_per_decision):
-                self.update()
+        # Replay ratio: updates_per_step gradient steps per train_every transitions.
+        self.pending += len(actions)
+        due = self.pending // self.s.train_every
+        self.pending -= due * self.s.train_every
+        for _ in range(due * self.s.updates_per_step):
+            self.update()
 
     def update(self) -> float:
         """One gradient step on a uniform minibatch; returns the Huber loss."""
