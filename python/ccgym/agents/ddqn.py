@@ -35,6 +35,11 @@ indices 0-2), applied as ``agent.ecn_profiles`` = the grid scaled to the ports' 
 :func:`ccgym.acc.templates.scaled` (the run-time profiles are absolute bytes). The reward is the
 core's queue-agent reward ``reward_scale x (tx_rate - reward_beta x queue)`` (docs/env.md).
 
+The driver pairs each queue agent's entries in order: an entry's reward is the outcome of that
+agent's previous action, and its observation is both that transition's s' and the next decision's
+s. With ``policy_delay`` at or above ``queue_interval`` an agent skips requests while its action
+is pending, so a transition then spans more than one interval.
+
 Not here yet (issue 18, later work): the ``ccgym train ddqn`` plug-in over a mixture of
 workloads and loads, the online phase (epsilon <= 0.01, lower learning rate: the knobs exist,
 the evaluation-time loop does not), checkpoints and export, native (Rust) inference of the

@@ -82,6 +82,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ccgym.agents import trainer
 
     module = trainer(args.name)
+    if not hasattr(module, "train_from_config"):
+        raise ScenarioError(f"ccgym train: {args.name} has no config-driven trainer yet")
     if args.config is None and not args.resume:
         raise ScenarioError("ccgym train: give --config FILE (or --resume with --out DIR)")
     out = Path(args.out) if args.out else Path("runs") / args.name
