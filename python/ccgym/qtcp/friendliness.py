@@ -1,0 +1,267 @@
+"""Friendliness: the share of a bottleneck one flow takes against K flows of another CC.
+
+"X against K flows of Y" on the ``friendliness-dumbbell`` scenario (the QTCP-AIMD dumbbell: 40
+Mb/s bottleneck, 100 Mb/s access links, RTT 120 ms, 100-packet drop-tail buffer), every sender
+starting at once. X and Y are any CC the core knows (``"newreno"``, ``"cubic"``, or a ``cc``
+table such as ``{"algorithm": "cubic", "beta": 0.8}``) or, for X, a QTCP variant
+(``"qtcp"``, ``"qtcp-aimd"`` or any :class:`~ccgym.qtcp.QtcpConfig`), which learns online
+through :func:`~ccgym.qtcp.run_qtcp` while the competitors keep their CC. The score reads only
+the run's result, so it is the same for every kind of flow: each flow's mean delivery rate after
+a warm-up, the share of their sum flow 0 takes, that share over the fair share 1 / (K + 1), and
+Jain's index over all the flows.
+
+    from ccgym.qtcp.friendliness import friendliness
+    f = friendliness("qtcp-aimd", "cubic", competitors=1, duration="300s")
+    f.share, f.share / f.fair_share, f.jain
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ccgym.qtcp.driver import VARIANTS, QtcpConfig, run_qtcp
+from ccgym.qtcp.phases import _seconds, jain
+from ccgym.result import Result
+from ccgym.runner import run
+from ccgym.scenario import load_scenario
+
+__all__ = ["Friendliness", "friendliness", "friendliness_scenario", "friendliness_table"]
+
+SCENARIO = "friendliness-dumbbell"
+"""The bundled scenario the family is built from."""
+
+Kind = str | Mapping[str, Any] | QtcpConfig
+"""A flow kind: a CC name, a ``cc`` table, a QTCP variant name or a :class:`QtcpConfig`."""
+
+
+def _learned(kind: Kind) -> QtcpConfig | None:
+    """The QTCP variant ``kind`` names, or None for a classic CC."""
+    if isinstance(kind, QtcpConfig):
+        return kind
+    if isinstance(kind, str):
+        return VARIANTS.get(kind)
+    return None
+
+
+def _variant(test: Kind, against: Kind) -> QtcpConfig | None:
+    """The QTCP variant the run drives (None: all classic); two different ones are an error."""
+    a, b = _learned(test), _learned(against)
+    if a is not None and b is not None and a != b:
+        raise ValueError(
+            f"friendliness: {_label(test)!r} against {_label(against)!r}: one run drives one"
+            " learned variant; put a classic CC on one side"
+        )
+    return a if a is not None else b
+
+
+def _cc_table(kind: Kind) -> dict[str, Any]:
+    """The per-flow ``cc`` table of a kind (``agent`` for a learned one)."""
+    if _learned(kind) is not None:
+        return {"algorithm": "agent"}
+    if isinstance(kind, str):
+        return {"algorithm": kind}
+    if isinstance(kind, Mapping):
+        if "algorithm" not in kind:
+            raise ValueError(f"friendliness: a cc table needs an 'algorithm' key: {dict(kind)!r}")
+        return dict(kind)
+    raise TypeError(f"friendliness: not a CC name, cc table or QtcpConfig: {kind!r}")
+
+
+def _label(kind: Kind) -> str:
+    if isinstance(kind, QtcpConfig):
+        return kind.name
+    if isinstance(kind, Mapping):
+        return str(kind.get("algorithm"))
+    return str(kind)
+
+
+def friendliness_scenario(
+    test: Kind,
+    against: Kind = "newreno",
+    competitors: int = 1,
+    *,
+    scenario: Any = SCENARIO,
+    overrides: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The scenario of "``test`` against ``competitors`` flows of ``against``": ``scenario``'s
+    dumbbell (default ``friendliness-dumbbell``, after ``overrides``) with ``competitors + 1``
+    senders on each side, flow 0 (h0 -> h(K+1)) of kind ``test`` and flows 1..K of kind
+    ``against``, all from the start to the end. Either kind may be learned (a QTCP variant),
+    but not two different variants: one run drives one variant (the same one on both sides
+    measures a learned CC against itself, each flow with its own learner)."""
+    if competitors < 1:
+        raise ValueError(f"friendliness: competitors = {competitors}: must be at least 1")
+    _variant(test, against)
+    data, _ = load_scenario(scenario, overrides)
+    data = copy.deepcopy(data)
+    topo = data.get("topology") or {}
+    if topo.get("kind") != "dumbbell":
+        raise ValueError("friendliness: the scenario must be a dumbbell")
+    n = competitors + 1
+    topo["left"] = n
+    topo["right"] = n
+    kinds = [test] + [against] * competitors
+    data["workload"] = [
+        {
+            "kind": "flows",
+            "flows": [
+                {"src": i, "dst": n + i, "start": "0s", "cc": _cc_table(k)}
+                for i, k in enumerate(kinds)
+            ],
+        }
+    ]
+    data["name"] = f"{data.get('name', SCENARIO)}:{_label(test)}-vs-{competitors}x{_label(against)}"
+    return data
+
+
+@dataclass(frozen=True)
+class Friendliness:
+    """What :func:`friendliness` returns."""
+
+    test: str
+    """Label of the flow under test (flow 0)."""
+    against: str
+    """Label of the competitors (flows 1..K)."""
+    competitors: int
+    """K."""
+    flow_mbps: tuple[float, ...]
+    """Mean delivery rate of each flow after the warm-up, flow 0 first (Mb/s)."""
+    throughput_mbps: float
+    """Their sum."""
+    share: float
+    """Flow 0's share of that sum."""
+    fair_share: float
+    """1 / (K + 1)."""
+    jain: float
+    """Jain's index over all the flows' rates."""
+    from_s: float
+    """Start of the measurement (the warm-up left out), seconds."""
+    result: Result
+    """The run."""
+
+    @property
+    def share_ratio(self) -> float:
+        """``share / fair_share``: 1 is friendly, above 1 takes more than its share."""
+        return self.share / self.fair_share
+
+    def row(self) -> dict[str, Any]:
+        """The numbers as a flat dict (a table row)."""
+        return {
+            "test": self.test,
+            "against": self.against,
+            "competitors": self.competitors,
+            "share": self.share,
+            "fair_share": self.fair_share,
+            "share_ratio": self.share_ratio,
+            "jain": self.jain,
+            "throughput_mbps": self.throughput_mbps,
+            "flow_mbps": list(self.flow_mbps),
+        }
+
+
+def score(result: Result, competitors: int, skip_s: float) -> tuple[list[float], float]:
+    """Each flow's mean delivery rate (Mb/s) over the samples after ``skip_s`` (at most half the
+    run), flow 0 first, and where the measurement starts."""
+    flows = result.series["flows"]
+    ft = flows["time_s"].to_numpy(float)
+    fid = flows["flow_id"].to_numpy(int)
+    fr = flows["rate_gbps"].to_numpy(float) * 1e3
+    lo = min(skip_s, 0.5 * _seconds(result.scenario["duration"]))
+    rates = []
+    for f in range(competitors + 1):
+        sel = (ft > lo) & (fid == f)
+        rates.append(float(fr[sel].mean()) if sel.any() else 0.0)
+    return rates, lo
+
+
+def friendliness(
+    test: Kind,
+    against: Kind = "newreno",
+    competitors: int = 1,
+    *,
+    duration: str | None = None,
+    seed: int | None = None,
+    skip_s: float = 30.0,
+    scenario: Any = SCENARIO,
+    overrides: Sequence[str] | None = None,
+) -> Friendliness:
+    """Runs ``test`` against ``competitors`` flows of ``against`` on one bottleneck and scores
+    the share ``test`` takes.
+
+    Args:
+        test: the flow under test: a CC name or ``cc`` table, or a QTCP variant (``"qtcp"``,
+            ``"qtcp-aimd"``, a :class:`QtcpConfig`), which learns online from a fresh learner.
+        against: the competitors' kind, as ``test`` (a learned one must be the same variant
+            as a learned ``test``).
+        competitors: K, the number of competing flows.
+        duration: the run's length (default: the scenario's, 300 s).
+        seed: the run's seed (default: the scenario's).
+        skip_s: warm-up left out of the rates (slow start, a learner's first moves), at most
+            half the run.
+        scenario: the dumbbell to build from (default ``friendliness-dumbbell``).
+        overrides: ``"dotted.key=value"`` strings applied to it first (e.g.
+            ``"switch.queue_cap=300KB"``, ``"topology.bottleneck_rate=20Mbps"``).
+    """
+    data = friendliness_scenario(test, against, competitors, scenario=scenario, overrides=overrides)
+    if duration is not None:
+        data["duration"] = duration
+    if seed is not None:
+        data["seed"] = seed
+    learned = _variant(test, against)
+    if learned is not None:
+        result = run_qtcp(data, learned, cc=None).result
+    else:
+        result = run(data)
+    rates, lo = score(result, competitors, skip_s)
+    total = float(np.sum(rates))
+    return Friendliness(
+        test=_label(test),
+        against=_label(against),
+        competitors=competitors,
+        flow_mbps=tuple(rates),
+        throughput_mbps=total,
+        share=rates[0] / total if total > 0 else float("nan"),
+        fair_share=1.0 / (competitors + 1),
+        jain=jain(rates),
+        from_s=lo,
+        result=result,
+    )
+
+
+def friendliness_table(
+    tests: Sequence[Kind],
+    against: Sequence[Kind] = ("newreno", "cubic"),
+    competitors: Sequence[int] = (1, 3),
+    seeds: Sequence[int] = (1, 2, 3),
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """One row per (test, against, K): the mean over ``seeds`` of the share, its ratio to the
+    fair share, Jain's index and the bottleneck throughput, with the range of the ratio over the
+    seeds (``share_ratio_min``, ``share_ratio_max``). ``kwargs`` go to :func:`friendliness`."""
+    rows = []
+    for t in tests:
+        for a in against:
+            for k in competitors:
+                runs = [friendliness(t, a, k, seed=s, **kwargs) for s in seeds]
+                ratios = [r.share_ratio for r in runs]
+                rows.append(
+                    {
+                        "test": runs[0].test,
+                        "against": runs[0].against,
+                        "competitors": k,
+                        "seeds": len(runs),
+                        "share": float(np.mean([r.share for r in runs])),
+                        "fair_share": runs[0].fair_share,
+                        "share_ratio": float(np.mean(ratios)),
+                        "share_ratio_min": float(np.min(ratios)),
+                        "share_ratio_max": float(np.max(ratios)),
+                        "jain": float(np.mean([r.jain for r in runs])),
+                        "throughput_mbps": float(np.mean([r.throughput_mbps for r in runs])),
+                    }
+                )
+    return rows
