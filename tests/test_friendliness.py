@@ -3,6 +3,8 @@ the friendliness-dumbbell bottleneck, the share it takes and Jain's index; short
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ccgym.qtcp import QTCP_AIMD, friendliness, friendliness_scenario, friendliness_table
@@ -81,3 +83,15 @@ def test_a_learned_variant_against_itself_learns_on_every_flow() -> None:
     flows = f.result.scenario["workload"][0]["flows"]
     assert [x["cc"]["algorithm"] for x in flows] == ["agent", "agent"]
     assert min(f.flow_mbps) > 0 and 0.0 < f.share < 1.0
+
+
+def test_command_line_prints_one_row_per_pair(capsys: pytest.CaptureFixture[str]) -> None:
+    from ccgym.qtcp.__main__ import main
+
+    argv = ["friendliness", "newreno", "--against", "newreno", "-k", "1", "--seeds", "1"]
+    assert main([*argv, "--duration", "30s", "--skip", "10", "--json"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    row = json.loads(lines[0])
+    assert row["test"] == row["against"] == "newreno" and row["competitors"] == 1
+    assert row["share"] == pytest.approx(0.5, abs=0.05)

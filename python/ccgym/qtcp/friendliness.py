@@ -13,11 +13,17 @@ Jain's index over all the flows.
     from ccgym.qtcp.friendliness import friendliness
     f = friendliness("qtcp-aimd", "cubic", competitors=1, duration="300s")
     f.share, f.share / f.fair_share, f.jain
+
+From the command line (one row per kind of competitor and K, mean over the seeds)::
+
+    python -m ccgym.qtcp friendliness qtcp-aimd --against newreno cubic -k 1 3 --seeds 1 2 3
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -265,3 +271,44 @@ def friendliness_table(
                     }
                 )
     return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ccgym.qtcp friendliness TEST ...``: prints a :func:`friendliness_table`."""
+    p = argparse.ArgumentParser(
+        prog="python -m ccgym.qtcp friendliness",
+        description="share of a 40 Mb/s bottleneck one flow takes against K flows of a CC",
+    )
+    p.add_argument("test", nargs="+", help="CC names or QTCP variants (qtcp, qtcp-aimd)")
+    p.add_argument("--against", nargs="+", default=["newreno", "cubic"], metavar="CC")
+    p.add_argument("-k", "--competitors", nargs="+", type=int, default=[1, 3], metavar="K")
+    p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    p.add_argument("--duration", default=None, help="e.g. 300s (the scenario's default)")
+    p.add_argument("--skip", type=float, default=30.0, help="warm-up left out, seconds")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override")
+    p.add_argument("--json", action="store_true", help="one JSON object per row")
+    args = p.parse_args(argv)
+    rows = friendliness_table(
+        args.test,
+        args.against,
+        args.competitors,
+        args.seeds,
+        duration=args.duration,
+        skip_s=args.skip,
+        overrides=args.set,
+    )
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+        return 0
+    print(
+        f"{'test':<10} {'against':<10} {'K':>2} {'share':>6} {'fair':>6} {'ratio (range)':>20} "
+        f"{'Jain':>6} {'Mb/s':>6}"
+    )
+    for r in rows:
+        rng = f"{r['share_ratio']:.2f} ({r['share_ratio_min']:.2f}-{r['share_ratio_max']:.2f})"
+        print(
+            f"{r['test']:<10} {r['against']:<10} {r['competitors']:>2} {r['share']:>6.3f} "
+            f"{r['fair_share']:>6.3f} {rng:>20} {r['jain']:>6.3f} {r['throughput_mbps']:>6.1f}"
+        )
+    return 0
