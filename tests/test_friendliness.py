@@ -95,3 +95,25 @@ def test_command_line_prints_one_row_per_pair(capsys: pytest.CaptureFixture[str]
     row = json.loads(lines[0])
     assert row["test"] == row["against"] == "newreno" and row["competitors"] == 1
     assert row["share"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_a_native_policy_can_be_the_flow_under_test() -> None:
+    """A bundled policy (ADPG's, a datacenter policy: it is only run here, not judged) in the
+    test place: flow 0 is an agent running it in the core, the competitor stays NewReno. Its
+    default decision interval is shorter than one packet time at 100 Mb/s, so an override sets
+    it; the scenario's own [agent] entries win over the policy's, as in ccgym bench."""
+    f = friendliness(
+        "policy:adpg-default",
+        "newreno",
+        1,
+        duration="10s",
+        skip_s=2.0,
+        overrides=["agent.interval=1ms"],
+    )
+    agent = f.result.scenario["agent"]
+    assert agent["policy"].endswith("adpg-default.json") and agent["interval"] == "1ms"
+    flows = f.result.scenario["workload"][0]["flows"]
+    assert [x["cc"]["algorithm"] for x in flows] == ["agent", "newreno"]
+    assert f.test == "policy:adpg-default" and f.flow_mbps[1] > 0
+    with pytest.raises(ValueError, match="one learned variant or policy"):
+        friendliness_scenario("policy:adpg-default", "qtcp", 1)

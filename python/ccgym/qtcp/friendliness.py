@@ -3,12 +3,13 @@
 "X against K flows of Y" on the ``friendliness-dumbbell`` scenario (the QTCP-AIMD dumbbell: 40
 Mb/s bottleneck, 100 Mb/s access links, RTT 120 ms, 100-packet drop-tail buffer), every sender
 starting at once. X and Y are any CC the core knows (``"newreno"``, ``"cubic"``, or a ``cc``
-table such as ``{"algorithm": "cubic", "beta": 0.8}``) or, for X, a QTCP variant
-(``"qtcp"``, ``"qtcp-aimd"`` or any :class:`~ccgym.qtcp.QtcpConfig`), which learns online
-through :func:`~ccgym.qtcp.run_qtcp` while the competitors keep their CC. The score reads only
-the run's result, so it is the same for every kind of flow: each flow's mean delivery rate after
-a warm-up, the share of their sum flow 0 takes, that share over the fair share 1 / (K + 1), and
-Jain's index over all the flows.
+table such as ``{"algorithm": "cubic", "beta": 0.8}``), a native policy
+(``"policy:NAME-OR-PATH"``, run in the core as ``ccgym bench`` runs ``policy:`` methods), or a
+QTCP variant (``"qtcp"``, ``"qtcp-aimd"`` or any :class:`~ccgym.qtcp.QtcpConfig`), which learns
+online through :func:`~ccgym.qtcp.run_qtcp` while the other flows keep their CC. The score reads
+only the run's result, so it is the same for every kind of flow: each flow's mean delivery rate
+after a warm-up, the share of their sum flow 0 takes, that share over the fair share 1 / (K + 1),
+and Jain's index over all the flows.
 
     from ccgym.qtcp.friendliness import friendliness
     f = friendliness("qtcp-aimd", "cubic", competitors=1, duration="300s")
@@ -42,7 +43,18 @@ SCENARIO = "friendliness-dumbbell"
 """The bundled scenario the family is built from."""
 
 Kind = str | Mapping[str, Any] | QtcpConfig
-"""A flow kind: a CC name, a ``cc`` table, a QTCP variant name or a :class:`QtcpConfig`."""
+"""A flow kind: a CC name, a ``cc`` table, ``"policy:NAME-OR-PATH"``, a QTCP variant name or a
+:class:`QtcpConfig`."""
+
+POLICY_PREFIX = "policy:"
+"""Prefix of a native policy kind (as in ``ccgym bench`` suites)."""
+
+
+def _policy(kind: Kind) -> str | None:
+    """The policy name or path of a ``policy:`` kind, or None."""
+    if isinstance(kind, str) and kind.startswith(POLICY_PREFIX):
+        return kind[len(POLICY_PREFIX) :]
+    return None
 
 
 def _learned(kind: Kind) -> QtcpConfig | None:
@@ -54,20 +66,27 @@ def _learned(kind: Kind) -> QtcpConfig | None:
     return None
 
 
-def _variant(test: Kind, against: Kind) -> QtcpConfig | None:
-    """The QTCP variant the run drives (None: all classic); two different ones are an error."""
-    a, b = _learned(test), _learned(against)
+def _agent(kind: Kind) -> QtcpConfig | str | None:
+    """What drives a kind's flows as agents (a QTCP variant or a policy spec), or None."""
+    learned = _learned(kind)
+    return learned if learned is not None else _policy(kind)
+
+
+def _variant(test: Kind, against: Kind) -> QtcpConfig | str | None:
+    """The agent the run drives, a QTCP variant or a policy (None: all classic CCs). All agent
+    flows of a run share one ``[agent]`` table, so two different agents are an error."""
+    a, b = _agent(test), _agent(against)
     if a is not None and b is not None and a != b:
         raise ValueError(
             f"friendliness: {_label(test)!r} against {_label(against)!r}: one run drives one"
-            " learned variant; put a classic CC on one side"
+            " learned variant or policy; put a classic CC on one side"
         )
     return a if a is not None else b
 
 
 def _cc_table(kind: Kind) -> dict[str, Any]:
-    """The per-flow ``cc`` table of a kind (``agent`` for a learned one)."""
-    if _learned(kind) is not None:
+    """The per-flow ``cc`` table of a kind (``agent`` for a learned one or a policy)."""
+    if _agent(kind) is not None:
         return {"algorithm": "agent"}
     if isinstance(kind, str):
         return {"algorithm": kind}
@@ -97,9 +116,10 @@ def friendliness_scenario(
     """The scenario of "``test`` against ``competitors`` flows of ``against``": ``scenario``'s
     dumbbell (default ``friendliness-dumbbell``, after ``overrides``) with ``competitors + 1``
     senders on each side, flow 0 (h0 -> h(K+1)) of kind ``test`` and flows 1..K of kind
-    ``against``, all from the start to the end. Either kind may be learned (a QTCP variant),
-    but not two different variants: one run drives one variant (the same one on both sides
-    measures a learned CC against itself, each flow with its own learner)."""
+    ``against``, all from the start to the end. Either kind may be an agent (a QTCP variant or
+    a policy), but not two different ones: one run drives one (the same one on both sides
+    measures it against itself; QTCP flows each have their own learner). A policy's
+    ``[agent]`` table is set here; a QTCP variant's by :func:`~ccgym.qtcp.run_qtcp`."""
     if competitors < 1:
         raise ValueError(f"friendliness: competitors = {competitors}: must be at least 1")
     _variant(test, against)
@@ -121,6 +141,15 @@ def friendliness_scenario(
             ],
         }
     ]
+    policy = _policy(test) or _policy(against)
+    if policy is not None:
+        from ccgym.policies import agent_table, load_policy, policy_path
+
+        path = policy_path(policy)
+        own = data.get("agent")
+        table = agent_table(load_policy(path), **(dict(own) if isinstance(own, Mapping) else {}))
+        table["policy"] = str(path)
+        data["agent"] = table
     data["name"] = f"{data.get('name', SCENARIO)}:{_label(test)}-vs-{competitors}x{_label(against)}"
     return data
 
@@ -200,10 +229,11 @@ def friendliness(
     the share ``test`` takes.
 
     Args:
-        test: the flow under test: a CC name or ``cc`` table, or a QTCP variant (``"qtcp"``,
-            ``"qtcp-aimd"``, a :class:`QtcpConfig`), which learns online from a fresh learner.
-        against: the competitors' kind, as ``test`` (a learned one must be the same variant
-            as a learned ``test``).
+        test: the flow under test: a CC name or ``cc`` table, ``"policy:NAME-OR-PATH"`` (a
+            native policy), or a QTCP variant (``"qtcp"``, ``"qtcp-aimd"``, a
+            :class:`QtcpConfig`), which learns online from a fresh learner.
+        against: the competitors' kind, as ``test`` (an agent, learned or a policy, must be the
+            same as ``test``'s if that is one too).
         competitors: K, the number of competing flows.
         duration: the run's length (default: the scenario's, 300 s).
         seed: the run's seed (default: the scenario's).
@@ -219,7 +249,7 @@ def friendliness(
     if seed is not None:
         data["seed"] = seed
     learned = _variant(test, against)
-    if learned is not None:
+    if isinstance(learned, QtcpConfig):
         result = run_qtcp(data, learned, cc=None).result
     else:
         result = run(data)
