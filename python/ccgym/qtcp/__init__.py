@@ -21,6 +21,12 @@ from ccgym.qtcp.driver import (
     utility_reward,
     with_learner,
 )
+from ccgym.qtcp.friendliness import (
+    Friendliness,
+    friendliness,
+    friendliness_scenario,
+    friendliness_table,
+)
 from ccgym.qtcp.kanerva import KanervaConfig, KanervaQLearner, scale_state
 
 __all__ = [
@@ -28,11 +34,15 @@ __all__ = [
     "QTCP_AIMD",
     "QTCP_FEATURES",
     "VARIANTS",
+    "Friendliness",
     "KanervaConfig",
     "KanervaQLearner",
     "QtcpConfig",
     "QtcpRun",
     "agent_table",
+    "friendliness",
+    "friendliness_scenario",
+    "friendliness_table",
     "load_learners",
     "run_qtcp",
     "save_learners",

@@ -7,6 +7,10 @@
 ``--out`` writes what ``ccgym run --out`` writes (``summary.json``, the scenario, the Parquet
 series) plus ``decisions.npz`` (the per-decision log of :class:`ccgym.qtcp.QtcpRun`);
 ``--save-learners`` writes the learners. See docs/qtcp.md.
+
+    python -m ccgym.qtcp friendliness qtcp-aimd --against newreno cubic -k 1 3
+
+runs the friendliness family instead (:mod:`ccgym.qtcp.friendliness`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from ccgym.qtcp.driver import VARIANTS, load_learners, run_qtcp, save_learners
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if args_in[:1] == ["friendliness"]:
+        from ccgym.qtcp.friendliness import main as friendliness_main
+
+        return friendliness_main(args_in[1:])
     p = argparse.ArgumentParser(prog="python -m ccgym.qtcp", description=__doc__.split("\n")[0])
     p.add_argument("scenario", help="bundled scenario name or TOML file (e.g. qtcp-aimd-dumbbell)")
     p.add_argument("--variant", default="qtcp-aimd", choices=sorted(VARIANTS))
@@ -33,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--save-learners", metavar="FILE.npz", help="write the learners at the end")
     p.add_argument("--keep-cc", action="store_true", help="only the scenario's agent flows learn")
     p.add_argument("--out", metavar="DIR", help="write the result and decisions.npz here")
-    args = p.parse_args(argv)
+    args = p.parse_args(args_in)
     learners = load_learners(args.learners) if args.learners else None
     t0 = time.perf_counter()
     run = run_qtcp(
