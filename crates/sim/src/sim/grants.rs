@@ -358,20 +358,14 @@ impl Simulation {
         let mut wake = Time::MAX;
         g.waiting.retain(|&fid| {
             let f = &mut flows[fid as usize];
-            let size = f.ctl.size;
-            if f.rcv.rcv_nxt >= size {
-                f.rcv.in_grant_queue = false;
-                return false;
-            }
-            let missing = size.saturating_sub(ph!(f).received);
-            if ph!(f).tokens_sent >= ph!(f).token_goal {
-                if ph!(f).paused_until > now {
-                    wake = wake.min(ph!(f).paused_until);
+            let missing = match token_due(f, now, payload) {
+                TokenDue::Done => return false,
+                TokenDue::Paused(until) => {
+                    wake = wake.min(until);
                     return true;
                 }
-                // The resend timeout is over: ask again for what is missing.
-                ph!(f).token_goal = ph!(f).tokens_sent + missing.div_ceil(payload);
-            }
+                TokenDue::Missing(missing) => missing,
+            };
             if ph!(f).tokens_sent - ph!(f).token_seen.min(ph!(f).tokens_sent) > window {
                 let relax_at = ph!(f).last_token_at + window_timeout;
                 if now < relax_at {
@@ -499,6 +493,37 @@ impl Simulation {
         self.pool.get_mut(a).ts_tx = ts;
         self.send_control(h, a);
     }
+}
+
+/// Where a flow stands in a receiver's token scan (pHost and HOPASS).
+pub(super) enum TokenDue {
+    /// Every byte has arrived: the flow leaves the waiting list.
+    Done,
+    /// Every token it was due is out and its resend timeout runs until then.
+    Paused(Time),
+    /// It may be given a token; the bytes it still misses.
+    Missing(u64),
+}
+
+/// The first steps of a receiver's token scan for flow `f` at `now`: a flow whose bytes have all
+/// arrived is done; a flow that has had every token it was due waits for its resend timeout and
+/// is then owed tokens again for what is still missing (`payload` bytes per token).
+#[inline]
+pub(super) fn token_due(f: &mut crate::flow::Flow, now: Time, payload: u64) -> TokenDue {
+    let size = f.ctl.size;
+    if f.rcv.rcv_nxt >= size {
+        f.rcv.in_grant_queue = false;
+        return TokenDue::Done;
+    }
+    let p = ph!(f);
+    let missing = size.saturating_sub(p.received);
+    if p.tokens_sent >= p.token_goal {
+        if p.paused_until > now {
+            return TokenDue::Paused(p.paused_until);
+        }
+        p.token_goal = p.tokens_sent + missing.div_ceil(payload);
+    }
+    TokenDue::Missing(missing)
 }
 
 /// The byte offset of the next packet not yet received at or after

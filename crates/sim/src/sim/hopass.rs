@@ -51,7 +51,7 @@
 //! The receiver scans its active flows per token, as pHost's does (tens of
 //! flows at a receiver; no re-keying when scores change with time).
 
-use super::grants::next_missing;
+use super::grants::{next_missing, token_due, TokenDue};
 use super::Simulation;
 use crate::cc::{large_flow_score, normalised_weights, ClassRate, RateLaw, Transport};
 use crate::config::{CfgResult, ConfigError, Scenario};
@@ -312,20 +312,15 @@ impl Simulation {
         g.waiting.retain(|&fid| {
             let f = &mut flows[fid as usize];
             let size = f.ctl.size;
-            if f.rcv.rcv_nxt >= size {
-                f.rcv.in_grant_queue = false;
-                return false;
-            }
-            let p = ph!(f);
-            let missing = size.saturating_sub(p.received);
-            if p.tokens_sent >= p.token_goal {
-                if p.paused_until > now {
-                    wake = wake.min(p.paused_until);
+            let missing = match token_due(f, now, payload) {
+                TokenDue::Done => return false,
+                TokenDue::Paused(until) => {
+                    wake = wake.min(until);
                     return true;
                 }
-                // The resend timeout is over: ask again for what is missing.
-                p.token_goal = p.tokens_sent + missing.div_ceil(payload);
-            }
+                TokenDue::Missing(missing) => missing,
+            };
+            let p = ph!(f);
             if p.tokens_sent - p.token_seen.min(p.tokens_sent) > window {
                 let relax_at = p.last_token_at + resend;
                 if now < relax_at {
