@@ -238,7 +238,18 @@ impl EventQueue {
     /// Removes and returns the earliest pending event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
+        self.pop_due(Time::MAX)
+    }
+
+    /// Removes and returns the earliest pending event if it is due at or
+    /// before `t` (one look at the two heads, where `peek_time` then `pop`
+    /// would take two).
+    #[inline]
+    pub fn pop_due(&mut self, t: Time) -> Option<(Time, Event)> {
         let (h, o) = self.heads();
+        if (h.min(o) >> 64) as Time > t {
+            return None;
+        }
         if h < o {
             self.hops.pop();
             Some(((h >> 64) as Time, hop_event(h)))
@@ -359,5 +370,18 @@ mod tests {
         // Renumbered: 2,000 pushes, yet the sequence stays within its limit.
         assert!(small.seq < 64 && reference.seq == 2_000);
         assert_eq!(out_small, out_ref);
+    }
+
+    #[test]
+    fn pop_due_stops_at_the_bound() {
+        let mut q = EventQueue::default();
+        assert_eq!(q.pop_due(10), None);
+        q.push(7, Event::Sample);
+        q.push(5, Event::TxDone { port: 1 });
+        assert_eq!(q.pop_due(4), None);
+        assert_eq!(q.pop_due(5), Some((5, Event::TxDone { port: 1 })));
+        assert_eq!(q.pop_due(6), None);
+        assert_eq!(q.pop_due(7), Some((7, Event::Sample)));
+        assert!(q.is_empty());
     }
 }

@@ -204,11 +204,7 @@ impl Simulation {
     /// run); returns true when the run is over.
     pub fn run_until(&mut self, t: Time) -> bool {
         let t = t.min(self.end);
-        while let Some(et) = self.events.peek_time() {
-            if et > t {
-                break;
-            }
-            let (time, ev) = self.events.pop().expect("peeked");
+        while let Some((time, ev)) = self.events.pop_due(t) {
             self.now = time;
             self.event_count += 1;
             self.dispatch(ev);
