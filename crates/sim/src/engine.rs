@@ -371,6 +371,24 @@ impl HopQueue {
         None
     }
 
+    /// The next key and (when cheaply known) the one after it: hints for
+    /// prefetching, not an order guarantee.
+    #[inline]
+    fn upcoming(&self) -> (Option<u128>, Option<u128>) {
+        if self.calendar {
+            let n = self.front.len();
+            (self.front.last().copied(), n.checked_sub(2).map(|i| self.front[i]))
+        } else {
+            let h = self.heap.as_slice();
+            let second = match (h.get(1), h.get(2)) {
+                (Some(&a), Some(&b)) => Some(!a.max(b)),
+                (Some(&a), None) => Some(!a),
+                _ => None,
+            };
+            (h.first().map(|&k| !k), second)
+        }
+    }
+
     /// Removes every key, in no particular order.
     fn drain(&mut self) -> Vec<u128> {
         let mut all: Vec<u128> = self.heap.drain().map(|k| !k).collect();
@@ -496,6 +514,21 @@ impl EventQueue {
         } else {
             self.other.pop().map(|e| ((e.key >> 64) as Time, e.event))
         }
+    }
+
+    /// The ports of the next two packet-hop events (`TxDone` or `Arrive`),
+    /// as `(port, is_arrive)`: hints to prefetch the state they will touch.
+    #[inline]
+    pub fn upcoming_ports(&self) -> [Option<(u32, bool)>; 2] {
+        let port = |k: Option<u128>| {
+            k.and_then(|k| match hop_event(k) {
+                Event::TxDone { port } => Some((port, false)),
+                Event::Arrive { port } => Some((port, true)),
+                _ => None,
+            })
+        };
+        let (a, b) = self.hops.upcoming();
+        [port(a), port(b)]
     }
 
     /// Number of pending events.
