@@ -204,13 +204,41 @@ impl Simulation {
     /// run); returns true when the run is over.
     pub fn run_until(&mut self, t: Time) -> bool {
         let t = t.min(self.end);
+        // Small networks stay in L1, where prefetching only adds work.
+        let prefetch = self.ports.len() >= PREFETCH_MIN_PORTS;
         while let Some((time, ev)) = self.events.pop_due(t) {
+            if prefetch {
+                self.prefetch_upcoming();
+            }
             self.now = time;
             self.event_count += 1;
             self.dispatch(ev);
         }
         self.now = self.now.max(t);
         self.now >= self.end
+    }
+
+    /// Asks the cache for what the next packet-hop events will read, while
+    /// this one runs: the port of the event after next (its first four
+    /// lines: see [`Port`]'s layout), and the packet arriving next on the
+    /// next event's wire (its port was asked for one event ago). On a large
+    /// fabric each hop otherwise waits on these loads in turn.
+    #[inline]
+    fn prefetch_upcoming(&self) {
+        let [next, after] = self.events.upcoming_ports();
+        if let Some((port, _)) = after {
+            if let Some(pt) = self.ports.get(port as usize) {
+                let base = (pt as *const Port).cast::<u8>();
+                for line in 0..4 {
+                    prefetch(base.wrapping_add(line * 64));
+                }
+            }
+        }
+        if let Some((port, true)) = next {
+            if let Some(&(_, pid)) = self.ports.get(port as usize).and_then(|pt| pt.wire.front()) {
+                prefetch((self.pool.get(pid) as *const crate::packet::Packet).cast());
+            }
+        }
     }
 
     /// Runs one event: each kind goes to the entry point of its module.
@@ -232,4 +260,26 @@ impl Simulation {
             Event::RecvWake { host } => self.on_recv_wake(host),
         }
     }
+}
+
+/// Ports from which `run_until` prefetches the state of upcoming packet-hop
+/// events. A port is eight cache lines: 256 of them (128 KB) no longer stay
+/// in a core's first-level cache beside the packets and queues. Measured
+/// back to back on a loaded machine: the k = 8 fat tree (768 ports) ran
+/// 20-35% faster with prefetching, the 16-sender incast (34 ports) 10%
+/// slower.
+const PREFETCH_MIN_PORTS: usize = 256;
+
+/// Hints the CPU to bring the cache line at `p` into L1. A prefetch never
+/// faults and has no effect on results, whatever the address.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` only hints the cache; it reads nothing the
+    // program sees and cannot fault, even on an invalid address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
