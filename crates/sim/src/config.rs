@@ -730,6 +730,11 @@ pub struct MetricsConfig {
     /// and flows above the last edge are the large flows. Default
     /// [`DEFAULT_SIZE_BUCKETS`].
     pub size_buckets: Option<Vec<Bytes>>,
+    /// Record the one-way delay (send to arrival at the receiver) of every
+    /// data packet that arrives inside the window, and report its mean and
+    /// percentiles in the summary (`flows.one_way_delay_ms`): Pantheon's delay
+    /// metric. Off by default so that summaries keep their keys.
+    pub one_way_delay: bool,
 }
 
 /// Default upper edges of the flow-size buckets (bytes): up to 10 KB,
@@ -759,6 +764,7 @@ impl Default for MetricsConfig {
             flow_series: serde_json::Value::String("auto".into()),
             breakdown: false,
             size_buckets: None,
+            one_way_delay: false,
         }
     }
 }

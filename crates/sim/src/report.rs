@@ -273,6 +273,18 @@ impl Simulation {
             summary["network"]["link_drops_packets"] = json!(n);
             summary["network"]["link_drops_bytes"] = json!(b);
         }
+        // Pantheon's delay metric (`metrics.one_way_delay`): the key is absent
+        // when it is off.
+        if let Some(h) = self.one_way_delays() {
+            let ms = |v: Option<f64>| opt(v.map(|x| x / 1e9));
+            summary["flows"]["one_way_delay_ms"] = json!({
+                "packets": h.n,
+                "mean": ms(h.mean()),
+                "p50": ms(h.quantile(0.5)),
+                "p95": ms(h.quantile(0.95)),
+                "p99": ms(h.quantile(0.99)),
+            });
+        }
         if sc.metrics.breakdown_on() {
             self.add_breakdown(&mut summary);
         }

@@ -11,9 +11,12 @@
 //! and implements [`CongestionControl`].
 
 pub mod agent;
+mod bbr;
+mod copa;
 mod cubic;
 mod dcqcn;
 mod dctcp;
+mod estimators;
 mod fixed_rate;
 mod homa;
 mod hopass;
@@ -26,9 +29,12 @@ mod swift;
 mod timely;
 
 pub use agent::AgentCc;
+pub use bbr::{Bbr, BbrMode};
+pub use copa::Copa;
 pub use cubic::Cubic;
 pub use dcqcn::Dcqcn;
 pub use dctcp::Dctcp;
+pub use estimators::{DupAckPipe, Extremum, Windowed};
 pub use fixed_rate::FixedRate;
 pub use homa::Homa;
 pub use hopass::{large_flow_score, normalised_weights, ClassRate, Hopass, RateLaw};
@@ -338,6 +344,8 @@ pub fn catalogue() -> Vec<CcInfo> {
         Hopass::info(),
         LineRate::info(),
         FixedRate::info(),
+        Copa::info(),
+        Bbr::info(),
         CcInfo {
             name: "agent",
             summary: "learned CC: a policy (Python or a native policy file) sets the rate; configured by [agent]",
@@ -377,6 +385,10 @@ pub enum Cc {
     Homa(Homa),
     /// HOPASS's fast-layer end hosts (tokens per class from the receiver, no CC).
     Hopass(Hopass),
+    /// Copa (boxed: its RTT filters would widen every flow's CC state).
+    Copa(Box<Copa>),
+    /// BBR v1 (boxed, as Copa).
+    Bbr(Box<Bbr>),
 }
 
 /// Reads parameters of one algorithm from a [`CcConfig`], rejecting unknown names.
@@ -504,6 +516,8 @@ impl Cc {
             "phost" => build!(PHost, PHost),
             "homa" => build!(Homa, Homa),
             "hopass" => build!(Hopass, Hopass),
+            "copa" => Ok(Cc::Copa(Box::new(Copa::from_params(&Params::new(cfg, field, Copa::info().params)?)?))),
+            "bbr" => Ok(Cc::Bbr(Box::new(Bbr::from_params(&Params::new(cfg, field, Bbr::info().params)?)?))),
             "agent" => {
                 let Some(spec) = build.agent else {
                     return Err(ConfigError::new(
@@ -549,6 +563,8 @@ impl Cc {
             Cc::PHost(_) => "phost",
             Cc::Homa(_) => "homa",
             Cc::Hopass(_) => "hopass",
+            Cc::Copa(_) => "copa",
+            Cc::Bbr(_) => "bbr",
         }
     }
 }
@@ -570,6 +586,8 @@ macro_rules! dispatch {
             Cc::PHost($cc) => $call,
             Cc::Homa($cc) => $call,
             Cc::Hopass($cc) => $call,
+            Cc::Copa($cc) => $call,
+            Cc::Bbr($cc) => $call,
         }
     };
 }

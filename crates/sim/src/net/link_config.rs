@@ -33,9 +33,10 @@
 
 use crate::config::{CfgResult, ConfigError};
 use crate::net::link_model::{
-    DeliveryTrace, LinkModel, LinkTiming, RandomLoss, RateSchedule, TokenBucket, TraceLink, MAHIMAHI_OPPORTUNITY,
+    DeliveryTrace, LinkModel, LinkTiming, RandomLoss, RateSchedule, TokenBucket, TraceLink, TraceProcess,
+    MAHIMAHI_OPPORTUNITY,
 };
-use crate::units::{fmt_time, Bytes, Duration, Rate};
+use crate::units::{fmt_time, Bytes, Duration, Rate, MS};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -63,6 +64,63 @@ pub struct LinkModelConfig {
     pub loss: f64,
     /// A token-bucket policer at the far end of the link.
     pub policer: Option<PolicerConfig>,
+    /// A trace generated at build time instead of read from a file (Pantheon's
+    /// constant-rate and Poisson-delivery traces); excludes `trace` and `schedule`.
+    pub trace_process: Option<TraceProcessConfig>,
+}
+
+/// A generated mahimahi trace (`trace_process`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceProcessConfig {
+    /// `"even"` (constant rate, whole-millisecond ticks) or `"poisson"`.
+    pub kind: String,
+    /// Mean rate the opportunities carry.
+    pub rate: Rate,
+    /// Length of the trace before it repeats, whole milliseconds (default 60 s,
+    /// the length of Pantheon's trace files).
+    pub period: Option<Duration>,
+    /// Seed of a Poisson trace (default: the scenario's `seed`, so two entries
+    /// with the same process give the same trace, as Pantheon uses one file in
+    /// both directions).
+    pub seed: Option<u64>,
+}
+
+/// Default `trace_process.period`: Pantheon's trace files are 60 s long.
+pub const DEFAULT_TRACE_PERIOD_MS: u64 = 60_000;
+
+impl TraceProcessConfig {
+    fn process(&self, field: &str) -> CfgResult<TraceProcess> {
+        match self.kind.as_str() {
+            "even" => Ok(TraceProcess::Even),
+            "poisson" => Ok(TraceProcess::Poisson),
+            other => Err(ConfigError::new(
+                format!("{field}.trace_process.kind"),
+                format!("\"{other}\""),
+                "expected \"even\" or \"poisson\"",
+            )),
+        }
+    }
+
+    fn period_ms(&self, field: &str) -> CfgResult<u64> {
+        let Some(p) = self.period else { return Ok(DEFAULT_TRACE_PERIOD_MS) };
+        if p.0 == 0 || p.0 % MS != 0 {
+            return Err(ConfigError::new(
+                format!("{field}.trace_process.period"),
+                fmt_time(p.0),
+                "must be a positive whole number of milliseconds",
+            ));
+        }
+        Ok(p.0 / MS)
+    }
+
+    /// The trace it describes, `default_seed` standing in for a missing `seed`.
+    pub fn generate(&self, field: &str, opportunity_bytes: u32, default_seed: u64) -> CfgResult<DeliveryTrace> {
+        let process = self.process(field)?;
+        let period = self.period_ms(field)?;
+        DeliveryTrace::generate(process, self.rate.0, opportunity_bytes, period, self.seed.unwrap_or(default_seed))
+            .map_err(|e| ConfigError::new(format!("{field}.trace_process"), "", e.to_string()))
+    }
 }
 
 /// One step of a rate schedule.
@@ -101,8 +159,28 @@ impl LinkModelConfig {
                 "is the same node as `from`; a link joins two nodes",
             ));
         }
-        if self.schedule.is_none() && self.trace.is_none() && self.loss == 0.0 && self.policer.is_none() {
-            return Err(ConfigError::new(field, "", "changes nothing; give schedule, trace, loss or policer"));
+        if self.schedule.is_none()
+            && self.trace.is_none()
+            && self.trace_process.is_none()
+            && self.loss == 0.0
+            && self.policer.is_none()
+        {
+            return Err(ConfigError::new(
+                field,
+                "",
+                "changes nothing; give schedule, trace, trace_process, loss or policer",
+            ));
+        }
+        if let Some(tp) = &self.trace_process {
+            if self.schedule.is_some() || self.trace.is_some() {
+                return Err(ConfigError::new(
+                    format!("{field}.trace_process"),
+                    "",
+                    "a link follows one of a rate schedule, a trace file or a generated trace",
+                ));
+            }
+            tp.process(field)?;
+            tp.period_ms(field)?;
         }
         if let (Some(_), Some(trace)) = (&self.schedule, &self.trace) {
             return Err(ConfigError::new(
@@ -129,11 +207,11 @@ impl LinkModelConfig {
             }
         }
         if let Some(b) = self.trace_opportunity {
-            if self.trace.is_none() {
+            if self.trace.is_none() && self.trace_process.is_none() {
                 return Err(ConfigError::new(
                     format!("{field}.trace_opportunity"),
                     b.0,
-                    "applies only to a link with a `trace`",
+                    "applies only to a link with a `trace` or `trace_process`",
                 ));
             }
             if b.0 == 0 || b.0 > u32::MAX as u64 {
@@ -163,6 +241,19 @@ impl LinkModelConfig {
     /// topology's rate of the link. `max_packet` is the largest packet on the
     /// wire: a policer burst smaller than it would drop every such packet.
     pub fn build(&self, field: &str, base_dir: &Path, link_rate_bps: u64, max_packet: u64) -> CfgResult<LinkModel> {
+        self.build_seeded(field, base_dir, link_rate_bps, max_packet, 0)
+    }
+
+    /// [`build`](Self::build), with `seed` as the default seed of a generated
+    /// Poisson trace (the scenario builder passes the scenario's `seed`).
+    pub fn build_seeded(
+        &self,
+        field: &str,
+        base_dir: &Path,
+        link_rate_bps: u64,
+        max_packet: u64,
+        seed: u64,
+    ) -> CfgResult<LinkModel> {
         self.validate(field)?;
         let timing = if let Some(steps) = &self.schedule {
             let steps: Vec<_> = steps.iter().map(|s| (s.at.0, s.rate.0)).collect();
@@ -180,6 +271,9 @@ impl LinkModelConfig {
             })?;
             let bytes = self.trace_opportunity.map_or(MAHIMAHI_OPPORTUNITY, |b| b.0 as u32);
             Some(LinkTiming::Trace(TraceLink::new(trace, bytes)))
+        } else if let Some(tp) = &self.trace_process {
+            let bytes = self.trace_opportunity.map_or(MAHIMAHI_OPPORTUNITY, |b| b.0 as u32);
+            Some(LinkTiming::Trace(TraceLink::new(tp.generate(field, bytes, seed)?, bytes)))
         } else {
             None
         };
@@ -259,6 +353,13 @@ mod tests {
             (r#""policer": {"rate": "1Gbps", "burst": 0}"#, "link[0].policer.burst"),
             (r#""policer": {"rate": "1Gbps", "burst": 1000}"#, "link[0].policer.burst"),
             (r#""trace": "no/such/trace""#, "link[0].trace"),
+            (r#""trace_process": {"kind": "gauss", "rate": "1Mbps"}"#, "link[0].trace_process.kind"),
+            (
+                r#""trace_process": {"kind": "even", "rate": "1Mbps", "period": "1.5ms"}"#,
+                "link[0].trace_process.period",
+            ),
+            (r#""trace_process": {"kind": "even", "rate": "1Mbps"}, "trace": "t""#, "link[0].trace_process"),
+            (r#""trace_process": {"kind": "even", "rate": "1kbps", "period": "1ms"}"#, "link[0].trace_process"),
         ];
         for (extra, field) in cases {
             let e = err(&parse(&format!("{{{base}, {extra}}}")));
@@ -303,6 +404,22 @@ mod tests {
         assert_eq!(e.field, "link[1].trace");
         assert!(e.message.contains("line 3"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+        // A generated trace: the scenario's seed unless the entry gives one.
+        let gen = |seed: &str| {
+            parse(&format!(
+                r#"{{"from": "a", "to": "b", "trace_process": {{"kind": "poisson", "rate": "2.64Mbps"{seed}}}}}"#
+            ))
+        };
+        let trace_of = |m: LinkModel| match m.timing {
+            Some(LinkTiming::Trace(t)) => t.trace().clone(),
+            _ => panic!("expected a trace"),
+        };
+        let a = trace_of(gen("").build_seeded("link[0]", Path::new("."), G, 1_072, 1).unwrap());
+        let b = trace_of(gen("").build_seeded("link[0]", Path::new("."), G, 1_072, 2).unwrap());
+        let c = trace_of(gen(r#", "seed": 1"#).build_seeded("link[0]", Path::new("."), G, 1_072, 2).unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a, c);
+        assert!(a.period() > 59 * crate::units::SEC);
         // Without timing fields the port keeps its fixed rate.
         let lossy = parse(r#"{"from": "a", "to": "b", "loss": 0.5}"#);
         assert!(lossy.build("link[0]", Path::new("."), G, 1_072).unwrap().timing.is_none());

@@ -293,6 +293,91 @@ impl DeliveryTrace {
     }
 }
 
+/// How a generated trace places its delivery opportunities (see
+/// [`DeliveryTrace::generate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceProcess {
+    /// Spread as evenly as whole milliseconds allow, as Pantheon's constant-rate
+    /// traces (`12mbps`: one line `1`; `60mbps`: five; `100.42mbps`: 502,100
+    /// lines over 60 s, 8 or 9 per millisecond).
+    Even,
+    /// A Poisson process (exponential gaps) with its times rounded down to the
+    /// millisecond, so several opportunities may share one, as Pantheon's
+    /// calibrated cellular traces (`0.57mbps-poisson` ...).
+    Poisson,
+}
+
+impl DeliveryTrace {
+    /// A trace of `period_ms` milliseconds whose opportunities of
+    /// `opportunity_bytes` bytes carry `rate_bps` on average.
+    ///
+    /// * [`TraceProcess::Even`]: `n = round(rate x period / opportunity)`
+    ///   opportunities, the `k`-th (from 1) at `ceil(k x period / n)` ms, so the
+    ///   last one is the period and every millisecond holds the floor or the
+    ///   ceiling of the mean count (12 Mb/s over 1 ms is one line `1`, 60 Mb/s
+    ///   five). `seed` is not used.
+    /// * [`TraceProcess::Poisson`]: exponential gaps of mean
+    ///   `opportunity x 8 / rate` drawn from a generator seeded with `seed`,
+    ///   cumulated in continuous time and each rounded down to the millisecond;
+    ///   opportunities at or after `period_ms` are left out, so the period is
+    ///   the last one kept. The same arguments give the same trace.
+    ///
+    /// Errors: a zero rate or period, or a rate too low to place one
+    /// opportunity after time 0 within the period.
+    pub fn generate(
+        process: TraceProcess,
+        rate_bps: u64,
+        opportunity_bytes: u32,
+        period_ms: u64,
+        seed: u64,
+    ) -> Result<DeliveryTrace, TraceError> {
+        if rate_bps == 0 || period_ms == 0 || opportunity_bytes == 0 {
+            return Err(TraceError { line: 0, message: "rate, period and opportunity size must be positive".into() });
+        }
+        // Opportunities per millisecond.
+        let per_ms = rate_bps as f64 / (opportunity_bytes as f64 * 8.0 * 1_000.0);
+        let ms: Vec<u64> = match process {
+            TraceProcess::Even => {
+                let n = (per_ms * period_ms as f64).round() as u64;
+                if n == 0 {
+                    return Err(TraceError {
+                        line: 0,
+                        message: format!(
+                            "{rate_bps} bit/s gives no opportunity in {period_ms} ms; lengthen the period"
+                        ),
+                    });
+                }
+                (1..=n).map(|k| (k as u128 * period_ms as u128).div_ceil(n as u128) as u64).collect()
+            }
+            TraceProcess::Poisson => {
+                use rand::SeedableRng;
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+                let mean_gap = 1.0 / per_ms;
+                let mut t = 0.0f64;
+                let mut ms = Vec::with_capacity((per_ms * period_ms as f64 * 1.1) as usize + 16);
+                loop {
+                    // 1 - u is in (0, 1], so the logarithm is finite.
+                    t += -(1.0 - rng.random::<f64>()).ln() * mean_gap;
+                    if t >= period_ms as f64 {
+                        break;
+                    }
+                    ms.push(t as u64);
+                }
+                ms
+            }
+        };
+        if ms.last().is_none_or(|&l| l == 0) {
+            return Err(TraceError {
+                line: 0,
+                message: format!(
+                    "{rate_bps} bit/s places no opportunity after 0 ms in {period_ms} ms; lengthen the period"
+                ),
+            });
+        }
+        DeliveryTrace::from_ms(&ms)
+    }
+}
+
 /// A link direction whose transmitter is a mahimahi trace.
 #[derive(Clone, Debug)]
 pub struct TraceLink {
@@ -711,6 +796,69 @@ mod tests {
         assert!(passed <= cap && passed + 1_000 > cap, "passed {passed}, cap {cap}");
         assert!(TokenBucket::new(0, 1).is_err());
         assert!(TokenBucket::new(1, 0).is_err());
+    }
+
+    #[test]
+    fn even_traces_match_pantheons_constant_rate_files() {
+        let ms =
+            |t: &DeliveryTrace| (0..t.opportunities() as u64).map(|k| t.opportunity_time(k) / MS).collect::<Vec<_>>();
+        // `12mbps` is one line `1`, `60mbps` five, `108mbps` nine.
+        let t12 = DeliveryTrace::generate(TraceProcess::Even, 12_000_000, 1_500, 1, 0).unwrap();
+        assert_eq!(ms(&t12), [1]);
+        let t60 = DeliveryTrace::generate(TraceProcess::Even, 60_000_000, 1_500, 1, 0).unwrap();
+        assert_eq!(ms(&t60), [1; 5]);
+        assert_eq!(DeliveryTrace::generate(TraceProcess::Even, 108_000_000, 1_500, 1, 0).unwrap().opportunities(), 9);
+        // `100.42mbps`: 502,100 lines over 60 s, 8 or 9 in every millisecond.
+        let t = DeliveryTrace::generate(TraceProcess::Even, 100_420_000, 1_500, 60_000, 0).unwrap();
+        assert_eq!(t.opportunities(), 502_100);
+        assert_eq!(t.period(), 60 * SEC);
+        let mut per_ms = vec![0u32; 60_001];
+        for k in 0..t.opportunities() as u64 {
+            per_ms[(t.opportunity_time(k) / MS) as usize] += 1;
+        }
+        assert!(per_ms[1..].iter().all(|&c| c == 8 || c == 9), "{:?}", &per_ms[..20]);
+        // Bytes over the period: opportunities x 1,500 B.
+        assert_eq!(TraceLink::new(t, 1_500).mean_rate_bps(), 100_420_000);
+        // Too slow for its period.
+        assert!(DeliveryTrace::generate(TraceProcess::Even, 1_000, 1_500, 1, 0).is_err());
+        assert!(DeliveryTrace::generate(TraceProcess::Even, 0, 1_500, 1, 0).is_err());
+    }
+
+    #[test]
+    fn poisson_traces_have_the_rate_and_exponential_gaps_of_their_process() {
+        for (rate, seed) in [(570_000u64, 1u64), (2_640_000, 2), (3_040_000, 3)] {
+            let t = DeliveryTrace::generate(TraceProcess::Poisson, rate, 1_500, 60_000, seed).unwrap();
+            let n = t.opportunities() as u64;
+            let mean = TraceLink::new(t.clone(), 1_500).mean_rate_bps() as f64;
+            // n is Poisson with mean rate x 60 s / 12,000 bit: 2,850 to 15,200; 4 sigma < 8 %.
+            assert!((mean / rate as f64 - 1.0).abs() < 0.08, "{rate}: {mean}");
+            // Gaps (in ms, from the times rounded down): coefficient of variation ~ 1.
+            let gaps: Vec<f64> =
+                (1..n).map(|k| (t.opportunity_time(k) - t.opportunity_time(k - 1)) as f64 / MS as f64).collect();
+            let m = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            let sd = (gaps.iter().map(|g| (g - m).powi(2)).sum::<f64>() / (gaps.len() - 1) as f64).sqrt();
+            assert!((sd / m - 1.0).abs() < 0.1, "{rate}: CoV {}", sd / m);
+            // Several opportunities can share a millisecond (rounding down).
+            assert!(gaps.contains(&0.0));
+            // Seeded: the same seed gives the same trace, another seed another.
+            assert_eq!(t, DeliveryTrace::generate(TraceProcess::Poisson, rate, 1_500, 60_000, seed).unwrap());
+            assert_ne!(t, DeliveryTrace::generate(TraceProcess::Poisson, rate, 1_500, 60_000, seed + 10).unwrap());
+        }
+    }
+
+    #[test]
+    fn policer_loses_nothing_below_its_rate_and_half_at_twice_it() {
+        // 12 Mb/s with a 1,500 B bucket: a packet every 1 ms fits exactly.
+        let offer = |gap: Time| {
+            let mut p = TokenBucket::new(12_000_000, 1_500).unwrap();
+            let n = 10_000u64;
+            (1..=n).filter(|&i| !p.admit(i * gap, 1_500)).count() as f64 / n as f64
+        };
+        // 0.9 r: gaps of 1/0.9 ms.
+        assert_eq!(offer(MS * 10 / 9), 0.0);
+        // 2 r: every other packet finds the bucket empty.
+        let lost = offer(MS / 2);
+        assert!((lost - 0.5).abs() < 0.01, "{lost}");
     }
 
     #[test]

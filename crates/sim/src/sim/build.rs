@@ -205,7 +205,11 @@ impl Simulation {
             estimate,
             homa: None,
             sweep: Default::default(),
+            one_way_delay: None,
         };
+        if sim.scenario.metrics.one_way_delay {
+            sim.one_way_delay = Some(Box::default());
+        }
         sim.build_link_models(base_dir)?;
         sim.bridge = build_bridge(&sim.scenario, base_dir)?;
         sim.create_flows(specs)?;
@@ -475,7 +479,7 @@ impl Simulation {
                     }
                     owner[p as usize] = Some(i);
                     let rate = self.ports[p as usize].rate_bps;
-                    let model = cfg.build(&field, base_dir, rate, max_packet)?;
+                    let model = cfg.build_seeded(&field, base_dir, rate, max_packet, self.scenario.seed)?;
                     self.install_link_model(p, model);
                 }
             }

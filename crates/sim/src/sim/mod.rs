@@ -132,6 +132,9 @@ pub struct Simulation {
     homa: Option<Box<homa::HomaState>>,
     /// The flows the timeout sweep visits (`transport.rs`).
     sweep: transport::SweepSet,
+    /// One-way delays of data packets that arrived inside the window
+    /// (`metrics.one_way_delay`; `None` when off).
+    one_way_delay: Option<Box<crate::metrics::LogHist>>,
 }
 
 impl Simulation {
@@ -193,6 +196,12 @@ impl Simulation {
     /// What the scenario was estimated to cost before it was built (`[limits]`).
     pub fn estimate(&self) -> &crate::limits::Estimate {
         &self.estimate
+    }
+
+    /// One-way delays (ps) of the data packets that arrived inside the window,
+    /// when `metrics.one_way_delay` is on.
+    pub fn one_way_delays(&self) -> Option<&crate::metrics::LogHist> {
+        self.one_way_delay.as_deref()
     }
 
     /// Pending events (for diagnostics).

@@ -83,6 +83,11 @@ impl Simulation {
         let (ack_every, cnp_interval, nack_interval) =
             (host_cfg.ack_every.max(1), host_cfg.cnp_interval.0, host_cfg.nack_interval.0);
         let now = self.now;
+        if self.in_window {
+            if let Some(h) = &mut self.one_way_delay {
+                h.add(now.saturating_sub(ts));
+            }
+        }
         let f = &mut self.flows[fid as usize];
         let src = f.path.src;
         let transport = f.path.transport;
