@@ -380,3 +380,19 @@ fn a_blocking_queue_agent_holds_its_queue_until_the_action_lands() {
     let ratio = blocked as f64 / free as f64;
     assert!((0.4..0.65).contains(&ratio), "{blocked} / {free} = {ratio}");
 }
+
+#[test]
+fn a_timeout_leaves_an_mvfst_agent_pacing_at_its_rate() {
+    // A window far above what the path holds (a 2-packet queue): the queue
+    // overflows and the sender times out; its pacing rate must stay where it was (the policy
+    // sets only the window).
+    let agent = json!({"preset": "mvfst", "policy": "random", "min_cwnd_packets": 200});
+    let mut s = mexico(agent, "20s");
+    s["switch"]["queue_cap"] = json!("3000B");
+    let mut sim = build(&s);
+    let rate = sim.flows()[0].ctl.line_rate;
+    sim.run_until(sim.end());
+    let f = &sim.flows()[0];
+    assert!(f.stats.timeouts > 0, "no timeout");
+    assert_eq!(f.ctl.rate, rate);
+}

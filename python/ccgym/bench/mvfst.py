@@ -10,9 +10,9 @@ delivered.
 
 Metrics of a run: ``mb`` (bytes delivered by all flows over the run, MB), ``mbps`` (their mean
 rate, Mb/s) and, derived per scenario, ``fewer_pct``: how many fewer bytes than the method's
-non-blocking reference delivered, in % (the reference of ``"X blocking D"`` is ``"X nonblocking
-D"`` when the suite has it, else ``"X nonblocking"``; of any other method, the scenario's first
-method). The report adds a
+non-blocking reference delivered, in % (the reference of a method named ``"X blocking D"`` is
+``"X nonblocking D"`` when the suite has it, else ``"X nonblocking"``; of any other method, the
+scenario's first method). The report adds a
 cumulative-bytes figure per scenario (first seed).
 """
 
@@ -76,12 +76,24 @@ def curve(result: Any) -> list[list[float]]:
 
 def reference_method(method: str, methods: Sequence[str]) -> str:
     """The non-blocking reference of ``method`` among ``methods`` (see the module docstring)."""
-    if " blocking" in method:
-        head, tail = method.split(" blocking", 1)
-        for ref in (f"{head} nonblocking{tail}", f"{head} nonblocking"):
+    words = method.split()
+    if "blocking" in words:
+        i = words.index("blocking")
+        same_delay = " ".join([*words[:i], "nonblocking", *words[i + 1 :]])
+        any_delay = " ".join([*words[:i], "nonblocking"])
+        for ref in (same_delay, any_delay):
             if ref in methods:
                 return ref
     return methods[0]
+
+
+def _published(method: str) -> float | None:
+    """MVFST-RL's published loss for a ``"... blocking 25ms"`` / ``"... blocking 50ms"`` method."""
+    words = method.split()
+    for delay, pct in PUBLISHED_FEWER_PCT.items():
+        if "blocking" in words and delay in words:
+            return pct
+    return None
 
 
 def derive_rows(
@@ -109,9 +121,7 @@ def derive_rows(
         row["fewer_pct_min"] = min(pcts) if pcts else None
         row["fewer_pct_max"] = max(pcts) if pcts else None
         row["reference"] = ref
-        published = next(
-            (p for k, p in PUBLISHED_FEWER_PCT.items() if f"blocking {k}" in method), None
-        )
+        published = _published(method)
         row["published"] = None if published is None else [published]
     return rows
 

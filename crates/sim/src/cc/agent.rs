@@ -567,7 +567,10 @@ impl CongestionControl for AgentCc {
         // congestion either and climbs to line rate). Restarting every such flow at
         // that rate at once overflows the queue again, so, like TCP's loss window,
         // the flow restarts low and the policy climbs back on fresh feedback.
-        if self.spec.timeout_rate < 1.0 {
+        // An `mvfst` agent's policy sets only the window: a rate cut here would
+        // never be undone (it would pace at the NIC's floor for the rest of the
+        // run), and mvfst-rl's controller leaves losses to the window alone.
+        if self.spec.timeout_rate < 1.0 && self.spec.action != ActionMap::Mvfst {
             ctx.set_rate(self.spec.timeout_rate * ctx.flow.line_rate);
         }
         self.reprobe_after_loss(ctx);
