@@ -283,8 +283,8 @@ fn measured_delay_lands_actions_after_the_policy_wall_clock() {
             let (t0, w0) = (b.times[0], sim.flows()[0].ctl.window);
             sim.run_until(t0 + 20 * MS - 1);
             assert_eq!(sim.flows()[0].ctl.window, w0, "landed before the measured 20 ms");
-            sim.run_until(t0 + 80 * MS);
-            assert_eq!(sim.flows()[0].ctl.window as f64, w0 as f64 + 10.0 * MSS, "not landed 80 ms later");
+            sim.run_until(t0 + 95 * MS);
+            assert_eq!(sim.flows()[0].ctl.window as f64, w0 as f64 + 10.0 * MSS, "not landed 95 ms later");
             checked += 1;
         }
     }
