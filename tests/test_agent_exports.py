@@ -74,7 +74,8 @@ def test_exported_names() -> None:
         assert name in features
     actions = _sim.agent_action_names()
     assert AGENT_DEFAULTS["action"] in actions
-    assert {"multiplier", "aurora", "discrete", "rate", "window", "per_ack"} == set(actions)
+    known = {"multiplier", "aurora", "discrete", "rate", "window", "per_ack", "mvfst"}
+    assert known == set(actions)
     assert AGENT_DEFAULTS["trigger"] in _sim.agent_trigger_names()
     assert set(_sim.agent_trigger_names()) == {"probe", "acks", "interval"}
 

@@ -27,9 +27,11 @@ __all__ = [
     "QUEUE_FEATURES",
     "AURORA_ACTION_BOUND",
     "BRIDGE_REWARDS",
+    "MVFST_ACTIONS",
     "keep_profile_actions",
     "keep_rate_actions",
     "neutral_action",
+    "expand_preset",
 ]
 
 _core = native()
@@ -54,6 +56,9 @@ AGENT_TRIGGERS: tuple[str, ...] = tuple(_core.agent_trigger_names())
 QUEUE_FEATURES: tuple[str, ...] = tuple(_core.agent_queue_feature_names())
 """Features of one switch-queue agent observation row (``[agent] queues``), in order; an
 observation is ``queue_history`` such rows, oldest first."""
+
+MVFST_ACTIONS: int = int(_core.MVFST_ACTIONS)
+"""MVFST-RL's window actions (``[agent] action = "mvfst"``): unchanged, /2, -10, +10, x2 packets."""
 
 AURORA_ACTION_BOUND: float = float(_core.AURORA_ACTION_BOUND)
 """The simulator clamps an ``aurora`` action to +-this (a constant of the core, not a setting)."""
@@ -111,3 +116,19 @@ def keep_rate_actions(cfg: Mapping[str, Any], obs: np.ndarray) -> np.ndarray:
         return np.ones(n, np.float32)
     newest = obs[:, obs.shape[1] - len(features) :]
     return np.clip(newest[:, features.index("rate")], 0.0, 1.0).astype(np.float32)
+
+
+def expand_preset(table: Mapping[str, Any]) -> dict[str, Any]:
+    """``table`` (an ``[agent]`` table) with the keys of its ``preset`` filled in where it gives
+    none, as the core does when it reads the scenario (``ccgym._sim.agent_preset``); a table
+    without a preset is returned as a copy.
+
+    Raises:
+        ValueError: an unknown preset name, naming the known ones.
+    """
+    out = dict(table)
+    name = out.get("preset") or ""
+    if name:
+        for key, value in _core.agent_preset(str(name)).items():
+            out.setdefault(key, value)
+    return out

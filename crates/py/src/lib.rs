@@ -795,6 +795,27 @@ fn agent_queue_feature_names() -> Vec<&'static str> {
     ccgym_sim::sim::QUEUE_FEATURES.to_vec()
 }
 
+/// The keys agent preset `name` fills (`agent.preset`), as a dict in scenario
+/// form; `ValueError` naming the known presets for an unknown name.
+#[pyfunction]
+fn agent_preset<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    let Some(table) = ccgym_sim::cc::agent::preset_table(name) else {
+        let known: Vec<_> = ccgym_sim::cc::agent::PRESETS.iter().map(|(n, _)| *n).collect();
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "unknown agent preset {name:?}; known: {}",
+            known.join(", ")
+        )));
+    };
+    py.import("json")?.call_method1("loads", (serde_json::Value::Object(table).to_string(),))
+}
+
+/// Names of MVFST-RL's per-event fields and of their aggregates, in
+/// observation order (`mvfst_state`: one block of fields per aggregate).
+#[pyfunction]
+fn agent_mvfst_names() -> (Vec<&'static str>, Vec<&'static str>) {
+    (ccgym_sim::cc::agent::MVFST_FIELDS.to_vec(), ccgym_sim::cc::agent::MVFST_AGGREGATES.to_vec())
+}
+
 /// What a scenario (JSON text) would cost, computed without building it:
 /// flows, messages, events and memory, by cause, with the budgets of its
 /// `[limits]` table and `refused` (the error a build would raise, or None).
@@ -812,6 +833,7 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("InternalError", m.py().get_type::<InternalError>())?;
     m.add("AURORA_ACTION_BOUND", ccgym_sim::cc::agent::AURORA_ACTION_BOUND)?;
+    m.add("MVFST_ACTIONS", ccgym_sim::cc::agent::MVFST_ACTIONS)?;
     m.add_class::<Simulation>()?;
     m.add_class::<Pool>()?;
     m.add_function(wrap_pyfunction!(cc_catalogue, m)?)?;
@@ -824,5 +846,7 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(agent_trigger_names, m)?)?;
     m.add_function(wrap_pyfunction!(agent_queue_feature_names, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_preset, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_mvfst_names, m)?)?;
     Ok(())
 }

@@ -639,6 +639,33 @@ pub struct AgentConfig {
     /// `interval` trigger: when positive, the decision interval is this many of
     /// the flow's base RTT (a grid of its own) instead of `interval`.
     pub interval_rtts: f64,
+    /// A named set of defaults for the keys the table does not give (`"mvfst"`:
+    /// MVFST-RL's environment, see [`crate::cc::agent::PRESETS`]); `""` = none.
+    /// Resolved when the scenario is parsed ([`parse_scenario`]).
+    pub preset: String,
+    /// `mvfst_history` feature: the last k actions of the flow (k = this; 0 allowed).
+    pub action_history: u32,
+    /// `mvfst` action: the smallest window, in packets of the flow's MTU.
+    pub min_cwnd_packets: u32,
+    /// `mvfst` action: the largest window, in packets of the flow's MTU.
+    pub max_cwnd_packets: u32,
+    /// `mvfst` reward: weight of the bytes lost in the window, per Mbit.
+    pub reward_loss: f64,
+    /// When the policy's answer lands relative to the sender: `"nonblocking"` (the
+    /// sender keeps going) or `"blocking"` (the sender, or a queue agent's queue,
+    /// sends nothing from the request until the action lands).
+    pub timing: String,
+    /// How long an action takes to land: `"fixed"` (`policy_delay`), `"measured"`
+    /// (the policy's wall-clock time x `measured_scale`), `"uniform"` (in
+    /// [`policy_delay_min`, `policy_delay`]), `"exponential"` (mean
+    /// `policy_delay`) or `"samples"` (one of `policy_delay_samples`, uniformly).
+    pub delay_mode: String,
+    /// `delay_mode = "uniform"`: the shortest delay.
+    pub policy_delay_min: Duration,
+    /// `delay_mode = "samples"`: the delays to draw from (e.g. measured inference times).
+    pub policy_delay_samples: Vec<Duration>,
+    /// `delay_mode = "measured"`: factor on the measured wall-clock time.
+    pub measured_scale: f64,
 }
 
 /// An ECN marking profile a switch-queue agent can select (`agent.ecn_profiles`).
@@ -704,6 +731,16 @@ impl Default for AgentConfig {
             loss_response: "none".into(),
             slow_start: false,
             interval_rtts: 0.0,
+            preset: String::new(),
+            action_history: 20,
+            min_cwnd_packets: 2,
+            max_cwnd_packets: 2000,
+            reward_loss: 0.0,
+            timing: "nonblocking".into(),
+            delay_mode: "fixed".into(),
+            policy_delay_min: Duration(0),
+            policy_delay_samples: vec![],
+            measured_scale: 1.0,
         }
     }
 }
@@ -901,7 +938,44 @@ impl<'de> Deserialize<'de> for StartTime {
 }
 
 /// Parses a scenario from JSON text, naming the field of the first error.
+///
+/// An `[agent]` table with a `preset` gets the preset's keys where it gives
+/// none (`crate::cc::agent::PRESETS`) before it is read.
 pub fn parse_scenario(json: &str) -> CfgResult<Scenario> {
+    if json.contains("\"preset\"") {
+        if let Some(text) = expand_agent_preset(json)? {
+            return parse_scenario_text(&text);
+        }
+    }
+    parse_scenario_text(json)
+}
+
+/// The scenario text with its agent preset expanded, or `None` when it has none.
+fn expand_agent_preset(json: &str) -> CfgResult<Option<String>> {
+    let Ok(mut v) = serde_json::from_str::<serde_json::Value>(json) else { return Ok(None) };
+    let Some(agent) = v.get_mut("agent").and_then(|a| a.as_object_mut()) else { return Ok(None) };
+    let Some(name) = agent.get("preset") else { return Ok(None) };
+    let Some(name) = name.as_str().map(str::to_string) else {
+        return Err(ConfigError::new("agent.preset", name.to_string(), "must be a preset name (a string)"));
+    };
+    if name.is_empty() {
+        return Ok(None);
+    }
+    let Some(table) = crate::cc::agent::preset_table(&name) else {
+        let known = crate::cc::agent::PRESETS.iter().map(|(n, _)| format!("\"{n}\"")).collect::<Vec<_>>();
+        return Err(ConfigError::new(
+            "agent.preset",
+            format!("\"{name}\""),
+            format!("unknown preset; known: {}", known.join(", ")),
+        ));
+    };
+    for (k, val) in table {
+        agent.entry(k).or_insert(val);
+    }
+    Ok(Some(v.to_string()))
+}
+
+fn parse_scenario_text(json: &str) -> CfgResult<Scenario> {
     let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();

@@ -264,6 +264,7 @@ impl Flow {
     pub fn can_send(&self, max_outstanding: u64) -> bool {
         self.snd.started
             && self.snd.finished.is_none()
+            && !self.ctl.paused
             && (self.snd.retx.is_some()
                 || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding))
                 || matches!(self.path.transport, Transport::PHost | Transport::Homa | Transport::Hopass))

@@ -338,6 +338,10 @@ def write_report(
         from ccgym.bench.hopass_slow import report_section
 
         parts.append(report_section(records))
+    if spec.name == "mvfst-blocking":  # the cumulative bytes of each timing mode
+        from ccgym.bench.mvfst import report_section as mvfst_section
+
+        parts.append(mvfst_section(records, colors, suite["name"]))
     if scale_html:
         parts += ["<h2>Metrics against scale</h2>", *scale_html]
     if size_html:

@@ -381,6 +381,10 @@ def run_key(
         from ccgym.bench.hopass_slow import SCORES_VERSION as HOPASS_SCORES_VERSION
 
         ident["scores"] += f"/{HOPASS_SCORES_VERSION}"
+    if scores == "mvfst-blocking":  # the mvfst-blocking table: its own version too
+        from ccgym.bench.mvfst import SCORES_VERSION as MVFST_SCORES_VERSION
+
+        ident["scores"] += f"/{MVFST_SCORES_VERSION}"
     if scores == "qtcp":  # the qtcp table: its version, and the learner's code for its methods
         from ccgym.bench.qtcp import QTCP_METHODS, learner_code_hash
         from ccgym.bench.qtcp import SCORES_VERSION as QTCP_SCORES_VERSION
@@ -459,6 +463,11 @@ def run_job(
 
         metrics.update(acc.scores(s, result.series))
     out = {"metrics": metrics, "summary": s, "wall_s": time.perf_counter() - t0}
+    if scores == "mvfst-blocking":  # bytes delivered, and the curve of the report's figure
+        from ccgym.bench import mvfst
+
+        metrics.update(mvfst.scores(result))
+        out["cum_mb"] = mvfst.curve(result)
     if profile is not None:
         out["size_profile"] = profile  # the slowdown-against-size plots (bench.plots)
     # numpy arrays: run_suite pops them and stores them apart, never in the JSON record

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError
-from ccgym.bench import acc
+from ccgym.bench import acc, mvfst
 from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
 from ccgym.bench.qtcp import QTCP_METRICS
 from ccgym.bench.slowdown import BUCKET_TITLES, SLOWDOWN_METRICS
@@ -217,6 +217,27 @@ throughput, mean queue and RTT over the phases, Jain's index with 1 to 4 senders
 fair phase."""
 
 TABLES[QTCP_TABLE.name] = QTCP_TABLE
+
+MVFST_BLOCKING = TableSpec(
+    name=mvfst.TABLE,
+    columns=(
+        ("mb", "bytes MB", ".2f"),
+        ("mbps", "Mb/s", ".3f"),
+        ("fewer_pct", "fewer bytes %", ".1f"),
+    ),
+    metrics=mvfst.MVFST_METRICS,
+    published_fields=("fewer bytes %",),
+    published_title="paper",
+    published_source=(
+        "MVFST-RL (Sivakumar et al. 2019): blocking 25 ms / 50 ms send 1.1% / 11.4% fewer bytes"
+    ),
+    derive=mvfst.derive_rows,
+)
+"""Bytes a sender delivers when it blocks on its policy against when it does not
+(:mod:`ccgym.bench.mvfst`): bytes over the run, mean rate, and the loss against the
+non-blocking reference, beside MVFST-RL's published loss."""
+
+TABLES[MVFST_BLOCKING.name] = MVFST_BLOCKING
 
 
 ACC_ORACLE = TableSpec(

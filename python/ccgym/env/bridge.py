@@ -46,6 +46,7 @@ import numpy as np
 from ccgym._errors import ScenarioError
 from ccgym.agent_defaults import (
     AGENT_DEFAULTS,
+    expand_preset,
     keep_profile_actions,
     keep_rate_actions,
     neutral_action,
@@ -150,7 +151,9 @@ def prepare_scenario(
     data, base_dir = load_scenario(spec, overrides, cc=cc)
     table = dict(data.get("agent") or {})
     table.update(agent or {})
-    data["agent"] = table
+    # A preset's keys are filled in here (as the core would) so that the adapters' spaces see
+    # the whole table.
+    data["agent"] = expand_preset(table)
     return data, base_dir
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from ccgym.agent_defaults import (
     AGENT_DEFAULTS,
     AURORA_ACTION_BOUND,
+    MVFST_ACTIONS,
     keep_profile_actions,
     keep_rate_actions,
 )
@@ -37,11 +38,15 @@ def action_space(cfg: Mapping[str, Any]) -> gym.Space[Any]:
     """The action space of an ``[agent]`` table (completed with defaults).
 
     ``multiplier``: Box([-1, 1]); ``aurora``: Box([-1e6, 1e6]); ``rate``: Box([0, 1]) (fraction
-    of line rate); ``discrete``: Discrete(len(discrete)) (an index into the multipliers).
+    of line rate); ``discrete``: Discrete(len(discrete)) (an index into the multipliers);
+    ``mvfst``: Discrete(5) (MVFST-RL's window steps).
     """
     kind = cfg.get("action", AGENT_DEFAULTS["action"])
     if kind == "discrete":
         return gym.spaces.Discrete(len(cfg.get("discrete", AGENT_DEFAULTS["discrete"])))
+    if kind == "mvfst":
+        # MVFST-RL's window steps: unchanged, /2, -10, +10, x2 (packets).
+        return gym.spaces.Discrete(MVFST_ACTIONS)
     if kind == "rate":
         low, high = 0.0, 1.0
     elif kind == "aurora":

@@ -22,11 +22,16 @@
 //! a feature row and a reward; this file is the per-flow state machine.
 
 mod features;
+mod mvfst;
 mod spec;
 #[cfg(test)]
 mod tests;
 
+pub use mvfst::{
+    ACTIONS as MVFST_ACTIONS, AGGREGATES as MVFST_AGGREGATES, FIELD_NAMES as MVFST_FIELDS, NORM_BYTES, NORM_MS,
+};
 pub use spec::{check_finite, check_index};
+pub use spec::{preset_table, DelayMode, DELAY_MODES, PRESETS, TIMINGS};
 pub use spec::{
     ActionMap, AgentSpec, Agg, Feature, PerAck, Reward, Trigger, WindowUnit, ACTIONS, AURORA_ACTION_BOUND, FEATURES,
     REWARDS, TRIGGERS,
@@ -100,6 +105,9 @@ pub struct AgentCc {
     /// `loss_response = "newreno"`: NewReno's window and loss recovery under
     /// the policy (boxed: only window agents on TCP carry it).
     tcp: Option<Box<TcpWindow>>,
+    /// MVFST-RL's per-event state and action history (boxed: only agents
+    /// with an `mvfst_*` feature or the `mvfst` reward carry it).
+    mv: Option<Box<mvfst::MvfstState>>,
 }
 
 /// Running sum, sum of squares, min and max of one per-event field over a
@@ -145,6 +153,7 @@ impl AgentCc {
     /// A fresh agent following `spec`.
     pub fn new(spec: Arc<AgentSpec>) -> Self {
         let n = spec.obs_dim();
+        let mv = spec.mvfst.then(|| Box::new(mvfst::MvfstState::new(spec.action_history)));
         AgentCc {
             spec,
             mi_start: 0,
@@ -185,6 +194,7 @@ impl AgentCc {
             rtt_ewma: 0.0,
             period: 0,
             tcp: None,
+            mv,
         }
     }
 
@@ -287,11 +297,23 @@ impl AgentCc {
             if self.spec.trigger == Trigger::Probe {
                 self.probe(ctx);
             }
+            if let Some(m) = self.mv.as_mut() {
+                // mvfst-rl drops the skipped window's states with its observation.
+                m.reset_window();
+            }
+            return;
+        }
+        if self.mv_empty() {
+            // No ACK or loss in the window: nothing to observe (mvfst-rl).
             return;
         }
         self.close_interval(ctx);
         self.outstanding = true;
         ctx.flow.decision_due = true;
+        if self.spec.blocking {
+            // Blocking timing: the sender waits for the action.
+            ctx.flow.paused = true;
+        }
         if self.spec.trigger == Trigger::Probe {
             self.probe(ctx);
         }
@@ -305,6 +327,7 @@ impl AgentCc {
     /// Applies action `a` to the flow's rate (a NaN action keeps the rate).
     pub fn apply(&mut self, ctx: &mut CcCtx, a: f32) {
         self.outstanding = false;
+        ctx.flow.paused = false;
         if !a.is_finite() {
             // No usable action (NaN): keep the rate.
             self.last_multiplier = 1.0;
@@ -354,6 +377,11 @@ impl AgentCc {
                 self.last_multiplier = 1.0;
                 return;
             }
+            ActionMap::Mvfst => {
+                let i = (a.round().max(0.0) as usize).min(mvfst::ACTIONS - 1);
+                self.mv_apply(ctx, i);
+                return;
+            }
         };
         ctx.set_rate(new_rate);
     }
@@ -364,11 +392,20 @@ impl CongestionControl for AgentCc {
         let line = ctx.flow.line_rate;
         ctx.set_rate(line * self.spec.initial_rate);
         if self.spec.action.sets_window() {
-            let init = if self.spec.initial_window > 0 { self.spec.initial_window } else { ctx.flow.bdp };
-            self.set_cwnd(ctx, init as f64);
+            let init = if self.spec.action == ActionMap::Mvfst {
+                self.mvfst_initial_window(ctx)
+            } else if self.spec.initial_window > 0 {
+                self.spec.initial_window as f64
+            } else {
+                ctx.flow.bdp as f64
+            };
+            self.set_cwnd(ctx, init);
             if self.spec.newreno {
                 self.start_newreno(ctx);
             }
+        }
+        if self.mv.is_some() {
+            self.mv_start(ctx);
         }
         self.reset_mi(ctx.now);
         match self.spec.trigger {
@@ -391,6 +428,9 @@ impl CongestionControl for AgentCc {
         }
         self.sent_bytes += bytes as u64;
         self.sent_pkts += 1;
+        if self.mv.is_some() {
+            self.mv_on_send(ctx, bytes);
+        }
         if self.spec.send_ewma {
             if let Some(t) = self.last_send {
                 self.send_gap = self.ewma(self.send_gap, (ctx.now - t) as f64);
@@ -404,6 +444,9 @@ impl CongestionControl for AgentCc {
         self.acked_pkts += ack.newly_acked.div_ceil(ctx.flow.mtu.max(1) as u64);
         if self.spec.trigger != Trigger::Probe {
             self.rtt_sample(ctx.now, ack.rtt);
+        }
+        if self.mv.is_some() {
+            self.mv_on_ack(ctx, ack.rtt, ack.newly_acked);
         }
         if self.spec.per_event {
             self.rtt_stat.add(ack.rtt as f64);
@@ -430,6 +473,9 @@ impl CongestionControl for AgentCc {
 
     fn on_nack(&mut self, ctx: &mut CcCtx, _expected: u64, rtt: Time) {
         self.nacks += 1;
+        if self.mv.is_some() {
+            self.mv_on_loss(ctx, ctx.flow.mtu as f64, false, true);
+        }
         // The NACK's RTT sample (interval and ACK triggers): without it, a flow
         // that loses most of its packets in a full queue hears no RTT and keeps
         // judging the path by its last (or base) RTT.
@@ -505,6 +551,10 @@ impl CongestionControl for AgentCc {
 
     fn on_timeout(&mut self, ctx: &mut CcCtx) {
         self.losses += 1;
+        if self.mv.is_some() {
+            let lost = self.mv_outstanding(ctx);
+            self.mv_on_loss(ctx, lost, true, false);
+        }
         if self.tcp.is_some() {
             // The window is the response (one segment, slow start); the pacing
             // rate stays where it was.
@@ -517,7 +567,10 @@ impl CongestionControl for AgentCc {
         // congestion either and climbs to line rate). Restarting every such flow at
         // that rate at once overflows the queue again, so, like TCP's loss window,
         // the flow restarts low and the policy climbs back on fresh feedback.
-        if self.spec.timeout_rate < 1.0 {
+        // An `mvfst` agent's policy sets only the window: a rate cut here would
+        // never be undone (it would pace at the NIC's floor for the rest of the
+        // run), and mvfst-rl's controller leaves losses to the window alone.
+        if self.spec.timeout_rate < 1.0 && self.spec.action != ActionMap::Mvfst {
             ctx.set_rate(self.spec.timeout_rate * ctx.flow.line_rate);
         }
         self.reprobe_after_loss(ctx);
@@ -525,6 +578,9 @@ impl CongestionControl for AgentCc {
 
     fn on_fast_retransmit(&mut self, ctx: &mut CcCtx) {
         self.losses += 1;
+        if self.mv.is_some() {
+            self.mv_on_loss(ctx, ctx.flow.mtu as f64, false, false);
+        }
         if self.tcp.is_some() {
             self.newreno_fast_retransmit(ctx);
         }

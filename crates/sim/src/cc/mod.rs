@@ -88,6 +88,9 @@ pub struct FlowCtl {
     pub want_int: bool,
     /// An agent flow has a decision request ready for its policy (see [`agent`]).
     pub decision_due: bool,
+    /// The sender may not transmit (an agent with blocking timing waits for
+    /// its policy's action).
+    pub paused: bool,
 }
 
 impl FlowCtl {
@@ -118,6 +121,7 @@ impl FlowCtl {
             probe_requested: false,
             want_int: false,
             decision_due: false,
+            paused: false,
         }
     }
 }

@@ -313,6 +313,9 @@ pub struct Port {
     pub quantum: u64,
     /// Since when at least one class has been paused (valid while `paused != 0`).
     pub paused_since: Time,
+    /// Data queues held by their switch-queue agent (bit per queue): a
+    /// blocking agent's queue sends nothing until its action lands.
+    pub held: u8,
 }
 
 impl Port {
@@ -368,7 +371,7 @@ impl Port {
     /// Whether class `c` is paused by the peer.
     #[inline]
     pub fn is_paused(&self, c: u8) -> bool {
-        c != 0 && (self.paused as u32) & (1u32 << c) != 0
+        c != 0 && ((self.paused | self.held) as u32) & (1u32 << c) != 0
     }
 
     #[inline]

@@ -19,14 +19,17 @@
 
 use super::queue_agent::QueueAgents;
 use super::Simulation;
-use crate::cc::agent::{ActionMap, AgentSpec};
+use crate::cc::agent::{ActionMap, AgentSpec, DelayMode};
 use crate::cc::{Cc, CcCtx};
 use crate::config::{CfgResult, ConfigError, Scenario};
 use crate::engine::Event;
 use crate::policy::{Mlp, Precision};
 use crate::units::Time;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Decision requests (and ends) of agent flows, in the order they arose.
 #[derive(Clone, Debug, Default)]
@@ -110,12 +113,73 @@ pub(super) struct Bridge {
     /// The last batch has been answered (or none was returned yet): a further
     /// `agent_act` has nothing to answer.
     answered: bool,
+    /// Timing modes (see [`Timing`]).
+    timing: Timing,
+}
+
+/// The timing side of the bridge: when each answer lands, and the native
+/// `random` policy. Its random stream is its own (seeded from the scenario
+/// seed), so drawing delays or random actions changes nothing else of a run.
+struct Timing {
+    rng: Xoshiro256PlusPlus,
+    /// `policy = "random"`: uniform actions over this many indices.
+    random: Option<usize>,
+    /// Delay of each flow-group entry of the batch (0 when measured at the answer).
+    delays: Vec<Time>,
+    /// Delay of each queue-group entry.
+    queue_delays: Vec<Time>,
+    /// The batch must be returned before simulated time reaches this: the
+    /// earliest due time of its open entries (a request answered with no
+    /// delay is due just after its own instant).
+    stop_at: Time,
+    /// When the last batch was returned (wall clock; `delay_mode = "measured"`).
+    returned_at: Option<Instant>,
+}
+
+impl Timing {
+    /// A delay for a new request, or `None` when it is measured at the answer.
+    fn draw(&mut self, mode: &DelayMode) -> Option<Time> {
+        Some(match mode {
+            DelayMode::Fixed(d) => *d,
+            DelayMode::Measured(_) => return None,
+            DelayMode::Uniform(lo, hi) => self.rng.random_range(*lo..=*hi),
+            DelayMode::Exponential(mean) => {
+                let u: f64 = self.rng.random();
+                (-(1.0 - u).ln() * *mean as f64).round() as Time
+            }
+            DelayMode::Samples(s) => s[self.rng.random_range(0..s.len())],
+        })
+    }
+
+    /// Notes an open entry made at `at` with delay `d` (None: measured later).
+    fn due(&mut self, at: Time, d: Option<Time>) -> Time {
+        let d = d.unwrap_or(0);
+        self.stop_at = self.stop_at.min(at.saturating_add(d.max(1)));
+        d
+    }
+}
+
+/// Wall-clock seconds as simulated time, scaled (measured delays).
+fn measured(since: Instant, scale: f64) -> Time {
+    (since.elapsed().as_secs_f64() * scale * crate::units::SEC as f64).round() as Time
 }
 
 impl Bridge {
     /// The checked `[agent]` table (agent flows are built from it).
     pub(super) fn spec(&self) -> &Arc<AgentSpec> {
         &self.spec
+    }
+
+    /// Notes an open queue-agent request made at `at` (its delay and due time).
+    pub(super) fn queue_request(&mut self, at: Time) {
+        let d = self.timing.draw(&self.spec.delay);
+        let d = self.timing.due(at, d);
+        self.timing.queue_delays.push(d);
+    }
+
+    /// Notes a closed queue-agent entry (truncated: no action).
+    pub(super) fn queue_closed(&mut self) {
+        self.timing.queue_delays.push(0);
     }
 }
 
@@ -131,31 +195,49 @@ impl Simulation {
         let bridge = self.bridge.as_mut()?;
         let Cc::Agent(agent) = &mut self.flows[fid as usize].cc else { return None };
         bridge.decisions += 1;
+        let mut delay = None;
         let action = if let Some((mlp, scratch)) = bridge.native.as_mut() {
+            let started = matches!(bridge.spec.delay, DelayMode::Measured(_)).then(Instant::now);
             let mut out = [0f32; 64];
             let n = mlp.outputs().min(64);
             mlp.forward(agent.observation(), &mut out[..n], scratch);
+            if let (Some(t), DelayMode::Measured(scale)) = (started, &bridge.spec.delay) {
+                delay = Some(measured(t, *scale));
+            }
             if n > 1 {
                 // Several outputs: a discrete policy's scores; take the best.
                 (0..n).max_by(|&i, &j| out[i].total_cmp(&out[j])).unwrap_or(0) as f32
             } else {
                 out[0]
             }
+        } else if let Some(n) = bridge.timing.random {
+            let started = Instant::now();
+            let a = bridge.timing.rng.random_range(0..n) as f32;
+            if let DelayMode::Measured(scale) = &bridge.spec.delay {
+                delay = Some(measured(started, *scale));
+            }
+            a
         } else if bridge.stepping {
             bridge.batch.push(fid, now, agent.observation(), agent.reward(), false, false);
+            let d = bridge.timing.draw(&bridge.spec.delay);
+            let d = bridge.timing.due(now, d);
+            bridge.timing.delays.push(d);
             return None;
         } else {
             // Nobody is stepping this simulation: hold the rate.
             bridge.spec.neutral_action()
         };
-        self.action_due(fid, now, action)
+        let delay = match delay {
+            Some(d) => d,
+            None => bridge.timing.draw(&bridge.spec.delay).unwrap_or(0),
+        };
+        self.action_due(fid, now, delay, action)
     }
 
     /// Routes `action`, answering the request flow `fid` made at `at`: returns
     /// it when it takes effect now (no policy delay), otherwise schedules its
     /// `ApplyAction` event `policy_delay` after the request.
-    fn action_due(&mut self, fid: u32, at: Time, action: f32) -> Option<f32> {
-        let delay = self.bridge.as_ref().map_or(0, |b| b.spec.policy_delay);
+    fn action_due(&mut self, fid: u32, at: Time, delay: Time, action: f32) -> Option<f32> {
         if delay == 0 {
             return Some(action);
         }
@@ -181,13 +263,14 @@ impl Simulation {
     pub(super) fn agent_ended(&mut self, fid: u32, truncated: bool) {
         let now = self.now;
         let Some(bridge) = self.bridge.as_mut() else { return };
-        if !bridge.stepping || bridge.native.is_some() {
+        if !bridge.stepping || bridge.native.is_some() || bridge.timing.random.is_some() {
             return;
         }
         let f = &mut self.flows[fid as usize];
         let Cc::Agent(agent) = &mut f.cc else { return };
         let reward = agent.finish(&CcCtx { now, flow: &mut f.ctl });
         bridge.batch.push(fid, now, agent.observation(), reward, !truncated, truncated);
+        bridge.timing.delays.push(0);
     }
 
     /// Runs until the policy must answer: returns a batch of decision
@@ -201,7 +284,7 @@ impl Simulation {
         let Some(bridge) = self.bridge.as_mut() else {
             return Err("this scenario has no [agent] table".into());
         };
-        if bridge.native.is_some() {
+        if bridge.native.is_some() || bridge.timing.random.is_some() {
             return Err("this scenario's agents use a native policy; run it with run_until".into());
         }
         if bridge.awaiting {
@@ -211,23 +294,19 @@ impl Simulation {
         bridge.answered = false;
         bridge.batch.clear();
         bridge.queue_batch.clear();
-        let delay = bridge.spec.policy_delay;
+        bridge.timing.delays.clear();
+        bridge.timing.queue_delays.clear();
+        bridge.timing.stop_at = Time::MAX;
         loop {
-            let first = {
-                let br = self.bridge.as_ref().expect("bridge");
-                let pending = |b: &Batch| (0..b.len()).find(|&i| !b.done[i] && !b.truncated[i]).map(|i| b.times[i]);
-                match (pending(&br.batch), pending(&br.queue_batch)) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            };
+            // The earliest due time of an open entry (each entry's own delay:
+            // with a fixed delay, the first request's).
+            let stop_at = self.bridge.as_ref().expect("bridge").timing.stop_at;
             let Some(t) = self.events.peek_time().filter(|&t| t <= self.end) else { break };
-            if let Some(t0) = first {
-                if (delay == 0 && t > t0) || (delay > 0 && t >= t0 + delay) {
-                    let bridge = self.bridge.as_mut().expect("bridge");
-                    bridge.awaiting = true;
-                    return Ok(false);
-                }
+            if t >= stop_at {
+                let bridge = self.bridge.as_mut().expect("bridge");
+                bridge.awaiting = true;
+                bridge.timing.returned_at = Some(Instant::now());
+                return Ok(false);
             }
             let (time, ev) = self.events.pop().expect("peeked");
             self.now = time;
@@ -249,6 +328,7 @@ impl Simulation {
         let bridge = self.bridge.as_mut().expect("bridge");
         let open = |b: &Batch| b.done.iter().zip(&b.truncated).any(|(d, t)| !d && !t);
         bridge.awaiting = open(&bridge.batch) || open(&bridge.queue_batch);
+        bridge.timing.returned_at = Some(Instant::now());
         Ok(true)
     }
 
@@ -320,25 +400,36 @@ impl Simulation {
             return Ok(());
         }
         bridge.awaiting = false;
+        // Measured timing: every entry of the batch waited for this answer.
+        let wall = match (&bridge.spec.delay, bridge.timing.returned_at) {
+            (DelayMode::Measured(scale), Some(t)) => Some(measured(t, *scale)),
+            _ => None,
+        };
         let batch = std::mem::take(&mut bridge.batch);
         let queue_batch = std::mem::take(&mut bridge.queue_batch);
+        let delays = std::mem::take(&mut bridge.timing.delays);
+        let queue_delays = std::mem::take(&mut bridge.timing.queue_delays);
         let (actions, queue_actions) = actions.split_at(batch.len());
         for (i, &a) in actions.iter().enumerate() {
             if batch.done[i] || batch.truncated[i] {
                 continue;
             }
-            if let Some(now) = self.action_due(batch.flows[i], batch.times[i], a) {
+            let d = wall.unwrap_or(delays[i]);
+            if let Some(now) = self.action_due(batch.flows[i], batch.times[i], d, a) {
                 self.apply_action(batch.flows[i], now);
             }
         }
         for (i, &a) in queue_actions.iter().enumerate() {
             if !(queue_batch.done[i] || queue_batch.truncated[i]) {
-                self.queue_action_due(queue_batch.flows[i], queue_batch.times[i], a);
+                let d = wall.unwrap_or(queue_delays[i]);
+                self.queue_action_due(queue_batch.flows[i], queue_batch.times[i], d, a);
             }
         }
         let bridge = self.bridge.as_mut().expect("bridge");
         bridge.batch = batch;
         bridge.queue_batch = queue_batch;
+        bridge.timing.delays = delays;
+        bridge.timing.queue_delays = queue_delays;
         Ok(())
     }
 
@@ -371,9 +462,26 @@ impl Simulation {
 /// Builds the agent bridge of a scenario, loading its native policy if any.
 pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<Bridge>> {
     let Some(cfg) = &sc.agent else { return Ok(None) };
-    let spec = AgentSpec::from_config(cfg)?;
+    let mut spec = AgentSpec::from_config(cfg)?;
+    spec.ack_bytes = sc.packets.ack;
     let dim = spec.obs_dim();
-    let native = if cfg.policy == "external" {
+    let random = match (cfg.policy.as_str(), &spec.action) {
+        ("random", ActionMap::Discrete(t)) => Some(t.len()),
+        ("random", ActionMap::PerAck(t)) => Some(t.len()),
+        ("random", ActionMap::Mvfst) => Some(crate::cc::agent::MVFST_ACTIONS),
+        ("random", _) => {
+            return Err(ConfigError::new(
+                "agent.policy",
+                "\"random\"",
+                format!(
+                    "the random policy draws an index: use it with action \"discrete\", \"per_ack\" or \"mvfst\", not \"{}\"",
+                    cfg.action
+                ),
+            ))
+        }
+        _ => None,
+    };
+    let native = if cfg.policy == "external" || random.is_some() {
         None
     } else {
         let precision = match cfg.precision.as_str() {
@@ -402,6 +510,7 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
         let (outputs, why) = match &spec.action {
             ActionMap::Discrete(t) => (t.len(), "one score per entry of agent.discrete"),
             ActionMap::PerAck(t) => (t.len(), "one score per entry of agent.per_ack"),
+            ActionMap::Mvfst => (crate::cc::agent::MVFST_ACTIONS, "one score per mvfst action"),
             _ => (1, "one output: the action"),
         };
         if mlp.outputs() != outputs || outputs > 64 {
@@ -431,5 +540,15 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
         queues: QueueAgents::default(),
         queue_batch: Batch::default(),
         answered: true,
+        timing: Timing {
+            // A stream of its own, so that delays and random actions leave the
+            // scenario's other draws alone.
+            rng: Xoshiro256PlusPlus::seed_from_u64(sc.seed ^ 0x6d76_6673_745f_726c),
+            random,
+            delays: vec![],
+            queue_delays: vec![],
+            stop_at: Time::MAX,
+            returned_at: None,
+        },
     }))
 }

@@ -125,6 +125,7 @@ impl Simulation {
                     tx_pending: false,
                     paused: 0,
                     paused_since: 0,
+                    held: 0,
                     pfc_out: Default::default(),
                     wire: Default::default(),
                     tx_bytes: 0,
@@ -371,6 +372,7 @@ impl Simulation {
                     probe_requested: false,
                     want_int: false,
                     decision_due: false,
+                    paused: false,
                 },
                 path: FlowPath {
                     src: s.src,

@@ -223,6 +223,12 @@ impl Simulation {
             if bridge.stepping && !a.outstanding {
                 a.outstanding = true;
                 bridge.queue_batch.push(id as u32, now, &a.history, a.reward, false, false);
+                let (port, queue) = (a.port, a.queue);
+                bridge.queue_request(now);
+                if bridge.spec().blocking {
+                    // Blocking timing: the queue sends nothing until its action lands.
+                    self.ports[port as usize].held |= 1 << queue;
+                }
             }
         }
         // No sample at the end itself: the run ends there, and the truncated entry closes it.
@@ -233,8 +239,7 @@ impl Simulation {
     }
 
     /// Routes the action answering queue agent `agent`'s request made at `at`.
-    pub(super) fn queue_action_due(&mut self, agent: u32, at: Time, action: f32) {
-        let delay = self.bridge.as_ref().map_or(0, |b| b.spec().policy_delay);
+    pub(super) fn queue_action_due(&mut self, agent: u32, at: Time, delay: Time, action: f32) {
         if delay == 0 {
             self.on_queue_action(agent, action);
         } else {
@@ -252,6 +257,15 @@ impl Simulation {
         let n = qa.profiles.len();
         let a = &mut qa.agents[agent as usize];
         a.outstanding = false;
+        let (port, queue) = (a.port, a.queue);
+        if self.ports[port as usize].held & (1 << queue) != 0 {
+            // A blocked queue resumes.
+            self.ports[port as usize].held &= !(1 << queue);
+            self.try_send(port);
+        }
+        let Some(bridge) = self.bridge.as_mut() else { return };
+        let qa = &mut bridge.queues;
+        let a = &mut qa.agents[agent as usize];
         if !action.is_finite() {
             return;
         }
@@ -267,6 +281,9 @@ impl Simulation {
         let Some(bridge) = self.bridge.as_mut() else { return };
         for (id, a) in bridge.queues.agents.iter().enumerate() {
             bridge.queue_batch.push(id as u32, now, &a.history, a.reward, false, true);
+        }
+        for _ in 0..bridge.queues.agents.len() {
+            bridge.queue_closed();
         }
     }
 }

@@ -39,7 +39,16 @@ impl AgentCc {
         let delay = (rtt - base).max(0.0) / norm;
         // QTCP normalises by the smallest RTT heard (the base RTT before any sample).
         let min_rtt = if self.min_rtt == crate::units::Time::MAX { base } else { self.min_rtt as f64 };
-        for (v, feat) in row.iter_mut().zip(&sp.features) {
+        let mut at = 0;
+        let mut reward_at = None;
+        for feat in &sp.features {
+            let width = feat.width(sp.action_history);
+            if self.mv_write(*feat, &mut row[at..at + width]) {
+                at += width;
+                continue;
+            }
+            let v = &mut row[at];
+            at += 1;
             *v = match feat {
                 Feature::RttInflation => inflation,
                 Feature::Rate => rate,
@@ -107,6 +116,13 @@ impl AgentCc {
                         1.0
                     }
                 }
+                Feature::LastReward => {
+                    // Written below, once the reward is known.
+                    reward_at = Some(at - 1);
+                    0.0
+                }
+                // Block features are written by `mv_write` above.
+                Feature::MvfstState | Feature::MvfstHistory => 0.0,
             } as f32;
         }
         let r = match sp.reward {
@@ -118,35 +134,40 @@ impl AgentCc {
             }
             Reward::ThroughputDelay => throughput - sp.reward_beta * delay,
             Reward::LogUtility => throughput.max(1e-6).ln() - sp.reward_beta * (rtt / base).max(1.0).ln(),
+            Reward::Mvfst => self.mv_reward(),
         };
-        (r * sp.reward_scale) as f32
+        let r = (r * sp.reward_scale) as f32;
+        if let Some(i) = reward_at {
+            row[i] = r.clamp(-1.0, 1.0);
+        }
+        r
     }
 
     /// Closes the monitor interval: pushes a feature row into the history and
     /// returns the reward of the previous action.
     pub(super) fn close_interval(&mut self, ctx: &CcCtx) -> f32 {
-        let nf = self.spec.features.len();
-        let mut row = [0f32; 16];
-        let mut big;
-        let row: &mut [f32] = if nf <= 16 {
-            &mut row[..nf]
-        } else {
-            big = vec![0f32; nf];
-            &mut big
-        };
-        let reward = self.measure(ctx, row);
+        let nf = self.spec.row_width;
+        // The row is measured straight into the history's newest slot (no
+        // scratch row: an MVFST-RL row is hundreds of values wide).
+        let mut history = std::mem::take(&mut self.history);
         if self.filled {
-            self.history.copy_within(nf.., 0);
-            let n = self.history.len();
-            self.history[n - nf..].copy_from_slice(row);
-        } else {
+            history.copy_within(nf.., 0);
+        }
+        let n = history.len();
+        let reward = self.measure(ctx, &mut history[n - nf..]);
+        if !self.filled {
             // First row: repeat it over the whole history.
-            for chunk in self.history.chunks_mut(nf) {
-                chunk.copy_from_slice(row);
+            let (older, newest) = history.split_at_mut(n - nf);
+            for chunk in older.chunks_mut(nf) {
+                chunk.copy_from_slice(newest);
             }
             self.filled = true;
         }
+        self.history = history;
         self.reset_mi(ctx.now);
+        if let Some(m) = self.mv.as_mut() {
+            m.reset_window();
+        }
         self.last_reward = reward;
         reward
     }

@@ -71,6 +71,15 @@ pub enum Feature {
     RttEwmaOverMin,
     /// The flow's window in packets of its MTU (0 when unlimited): QTCP's cwnd plots.
     WindowPackets,
+    /// MVFST-RL's state: 20 per-ACK/per-loss fields aggregated over the
+    /// interval as sum, mean, std, min and max (100 values; see `agent/mvfst.rs`).
+    MvfstState,
+    /// MVFST-RL's action history: the last `action_history` actions as a
+    /// one-hot over the 5 `mvfst` actions plus the window after each (6 per action).
+    MvfstHistory,
+    /// The reward delivered with this observation, clipped to [-1, 1]
+    /// (MVFST-RL feeds it to its LSTM).
+    LastReward,
 }
 
 /// How the per-event samples of one monitor interval are summarised.
@@ -93,6 +102,15 @@ impl Feature {
     /// today's features cost nothing more per ACK).
     pub fn per_event(self) -> bool {
         matches!(self, Feature::Rtt(_) | Feature::Acked(_) | Feature::AckGapEwma | Feature::AckGapOverMin)
+    }
+
+    /// Values the feature adds to a row (`action_history` = k).
+    pub fn width(self, action_history: usize) -> usize {
+        match self {
+            Feature::MvfstState => super::mvfst::STATE_WIDTH,
+            Feature::MvfstHistory => action_history * (super::mvfst::ACTIONS + 1),
+            _ => 1,
+        }
     }
 }
 
@@ -129,10 +147,13 @@ pub const FEATURES: &[(&str, Feature)] = &[
     ("ack_gap_over_min", Feature::AckGapOverMin),
     ("rtt_ewma_over_min", Feature::RttEwmaOverMin),
     ("window_packets", Feature::WindowPackets),
+    ("mvfst_state", Feature::MvfstState),
+    ("mvfst_history", Feature::MvfstHistory),
+    ("last_reward", Feature::LastReward),
 ];
 
 /// Action mappings accepted in `agent.action`.
-pub const ACTIONS: &[&str] = &["multiplier", "aurora", "discrete", "rate", "window", "per_ack"];
+pub const ACTIONS: &[&str] = &["multiplier", "aurora", "discrete", "rate", "window", "per_ack", "mvfst"];
 
 /// An `aurora` action is clamped to +-this before it scales the rate: past
 /// it the multiplier would overflow to infinity or collapse to zero.
@@ -154,6 +175,9 @@ pub enum Reward {
     ThroughputDelay,
     /// ln(throughput) - beta x ln(RTT / base RTT).
     LogUtility,
+    /// MVFST-RL: throughput [MB/s] - beta x max delay [ms] - reward_loss x lost [Mbit]
+    /// over the interval (see `agent/mvfst.rs`).
+    Mvfst,
 }
 
 /// Reward names accepted in `agent.reward`.
@@ -163,6 +187,7 @@ pub const REWARDS: &[(&str, Reward)] = &[
     ("aurora", Reward::Aurora),
     ("throughput_delay", Reward::ThroughputDelay),
     ("log_utility", Reward::LogUtility),
+    ("mvfst", Reward::Mvfst),
 ];
 
 /// How an action becomes a rate.
@@ -192,6 +217,10 @@ pub enum ActionMap {
     /// The action is an index into a table of per-ACK window rules, each held
     /// until the next action takes effect (QTCP).
     PerAck(Vec<PerAck>),
+    /// MVFST-RL's window steps, an index into: unchanged, /2, -10 packets,
+    /// +10 packets, x2; the window stays within [`min_cwnd_packets`,
+    /// `max_cwnd_packets`] packets.
+    Mvfst,
 }
 
 /// The unit of a `window` action.
@@ -221,13 +250,14 @@ impl ActionMap {
         match self {
             ActionMap::Discrete(t) => check_index(a, t.len(), "agent.discrete"),
             ActionMap::PerAck(t) => check_index(a, t.len(), "agent.per_ack"),
+            ActionMap::Mvfst => check_index(a, super::mvfst::ACTIONS, "the mvfst actions"),
             _ => check_finite(a),
         }
     }
 
     /// Whether the action drives the window (the flow then starts with `initial_window`).
     pub fn sets_window(&self) -> bool {
-        matches!(self, ActionMap::Window { .. } | ActionMap::PerAck(_))
+        matches!(self, ActionMap::Window { .. } | ActionMap::PerAck(_) | ActionMap::Mvfst)
     }
 }
 
@@ -295,6 +325,63 @@ pub struct AgentSpec {
     pub interval_rtts: f64,
     /// Some feature needs the EWMA of the RTT samples.
     pub rtt_ewma: bool,
+    /// MVFST-RL's per-event state is kept (an `mvfst_*` feature or reward).
+    pub mvfst: bool,
+    /// `mvfst_history`: actions remembered (k).
+    pub action_history: usize,
+    /// Values of one observation row (the features' widths summed).
+    pub row_width: usize,
+    /// `mvfst` action: window bounds in packets.
+    pub cwnd_packets: (u32, u32),
+    /// `mvfst` reward: weight of the lost Mbit.
+    pub reward_loss: f64,
+    /// ACK wire bytes (MVFST-RL's "received" field counts them); set from
+    /// `packets.ack` when the bridge is built.
+    pub ack_bytes: u32,
+    /// `timing = "blocking"`: the sender sends nothing while its action is outstanding.
+    pub blocking: bool,
+    /// How long an action takes to land.
+    pub delay: DelayMode,
+}
+
+/// Where the delay between a decision request and its action comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DelayMode {
+    /// `policy_delay`, always.
+    Fixed(Time),
+    /// The policy's wall-clock time (external: from `agent_step` returning to
+    /// `agent_act`; native: the inference call), times this factor.
+    Measured(f64),
+    /// Uniform in [low, high].
+    Uniform(Time, Time),
+    /// Exponential with this mean.
+    Exponential(Time),
+    /// One of these, uniformly.
+    Samples(Vec<Time>),
+}
+
+/// Timing modes accepted in `agent.timing`.
+pub const TIMINGS: &[&str] = &["nonblocking", "blocking"];
+
+/// Delay sources accepted in `agent.delay_mode`.
+pub const DELAY_MODES: &[&str] = &["fixed", "measured", "uniform", "exponential", "samples"];
+
+/// Named presets of `agent.preset`: the keys each fills when the table does
+/// not give them (as JSON, the scenario's form).
+pub const PRESETS: &[(&str, &str)] = &[(
+    "mvfst",
+    r#"{"trigger": "interval", "interval": "100ms", "features": ["mvfst_state", "mvfst_history"],
+        "history": 1, "action": "mvfst", "reward": "mvfst", "reward_beta": 0.2, "reward_loss": 0.0,
+        "action_history": 20, "min_cwnd_packets": 2, "max_cwnd_packets": 2000}"#,
+)];
+
+/// The keys of preset `name` (a JSON object), or `None` for an unknown name.
+pub fn preset_table(name: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let (_, text) = PRESETS.iter().find(|(n, _)| *n == name)?;
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(m)) => Some(m),
+        _ => None,
+    }
 }
 
 impl AgentSpec {
@@ -390,6 +477,7 @@ impl AgentSpec {
                 }
                 ActionMap::PerAck(rules)
             }
+            "mvfst" => ActionMap::Mvfst,
             other => {
                 let known = ACTIONS.iter().map(|a| format!("\"{a}\"")).collect::<Vec<_>>().join(", ");
                 return bad("action", &format!("\"{other}\""), &format!("use one of {known}"));
@@ -429,7 +517,70 @@ impl AgentSpec {
         if !(c.interval_rtts.is_finite() && c.interval_rtts >= 0.0) {
             return bad("interval_rtts", &c.interval_rtts, "must be a finite number of RTTs >= 0");
         }
+        if !c.preset.is_empty() && preset_table(&c.preset).is_none() {
+            let known = PRESETS.iter().map(|(n, _)| format!("\"{n}\"")).collect::<Vec<_>>().join(", ");
+            return bad("preset", &format!("\"{}\"", c.preset), &format!("unknown preset; known: {known}"));
+        }
+        if c.action_history > 256 {
+            return bad("action_history", &c.action_history, "must be from 0 to 256");
+        }
+        if features.contains(&Feature::MvfstHistory) && action != ActionMap::Mvfst {
+            return bad("features", &"\"mvfst_history\"", "needs agent.action = \"mvfst\" (it records mvfst actions)");
+        }
+        if !(1..=c.max_cwnd_packets).contains(&c.min_cwnd_packets) {
+            return bad(
+                "min_cwnd_packets",
+                &c.min_cwnd_packets,
+                "must be at least 1 and not above agent.max_cwnd_packets",
+            );
+        }
+        if !(c.reward_loss.is_finite()) {
+            return bad("reward_loss", &c.reward_loss, "must be finite");
+        }
+        let blocking = match c.timing.as_str() {
+            "nonblocking" => false,
+            "blocking" => true,
+            other => return bad("timing", &format!("\"{other}\""), "use \"nonblocking\" or \"blocking\""),
+        };
+        let delay = match c.delay_mode.as_str() {
+            "fixed" => DelayMode::Fixed(c.policy_delay.0),
+            "measured" if c.measured_scale.is_finite() && c.measured_scale >= 0.0 => {
+                DelayMode::Measured(c.measured_scale)
+            }
+            "measured" => return bad("measured_scale", &c.measured_scale, "must be a finite factor >= 0"),
+            "uniform" if c.policy_delay_min.0 <= c.policy_delay.0 => {
+                DelayMode::Uniform(c.policy_delay_min.0, c.policy_delay.0)
+            }
+            "uniform" => return bad("policy_delay_min", &c.policy_delay_min.0, "must not exceed agent.policy_delay"),
+            "exponential" => DelayMode::Exponential(c.policy_delay.0),
+            "samples" if !c.policy_delay_samples.is_empty() => {
+                DelayMode::Samples(c.policy_delay_samples.iter().map(|d| d.0).collect())
+            }
+            "samples" => return bad("policy_delay_samples", &"[]", "give at least one delay to draw from"),
+            other => {
+                let known = DELAY_MODES.iter().map(|a| format!("\"{a}\"")).collect::<Vec<_>>().join(", ");
+                return bad("delay_mode", &format!("\"{other}\""), &format!("use one of {known}"));
+            }
+        };
+        let action_history = c.action_history as usize;
+        let row_width = features.iter().map(|f| f.width(action_history)).sum();
+        if row_width == 0 {
+            return bad(
+                "features",
+                &format!("{:?}", c.features),
+                "the features give an empty row (action_history = 0?)",
+            );
+        }
         Ok(AgentSpec {
+            mvfst: features.iter().any(|f| matches!(f, Feature::MvfstState | Feature::MvfstHistory))
+                || reward == Reward::Mvfst,
+            action_history,
+            row_width,
+            cwnd_packets: (c.min_cwnd_packets, c.max_cwnd_packets),
+            reward_loss: c.reward_loss,
+            ack_bytes: crate::config::PacketConfig::default().ack,
+            blocking,
+            delay,
             per_event: features.iter().any(|f| f.per_event()),
             send_ewma: features.iter().any(|f| matches!(f, Feature::SendGapEwma | Feature::SendGapOverMin)),
             rtt_ewma: features.contains(&Feature::RttEwmaOverMin),
@@ -460,7 +611,7 @@ impl AgentSpec {
 
     /// Length of one observation.
     pub fn obs_dim(&self) -> usize {
-        self.features.len() * self.history
+        self.row_width * self.history
     }
 
     /// The action that leaves an agent's rate unchanged (what a decision

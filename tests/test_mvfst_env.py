@@ -1,0 +1,121 @@
+"""MVFST-RL's environment from Python (``agent.preset = "mvfst"``, ``ccgym.env.mvfst``), the
+native ``random`` baseline and the ``mvfst-blocking`` suite. The core's side (observation
+layout, actions, reward, timing modes) is checked in crates/sim/tests/mvfst_env.rs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import ccgym
+from ccgym import _sim
+from ccgym.agent_defaults import expand_preset
+from ccgym.bench.mvfst import reference_method
+from ccgym.bench.report import write_report
+from ccgym.bench.runner import load_suite, run_suite
+from ccgym.bench.tables import MVFST_BLOCKING, build_rows
+from ccgym.env import AgentPool, mvfst, prepare_scenario
+from ccgym.env.spaces import action_space
+
+
+def mexico(duration: str = "2s") -> dict:
+    """A link like MVFST-RL's Mexico cellular one: 2.64 Mb/s, 88 ms one way, 130 packets."""
+    return {
+        "duration": duration,
+        "topology": {
+            "kind": "dumbbell",
+            "left": 1,
+            "right": 1,
+            "link_rate": "100Mbps",
+            "link_delay": "0s",
+            "bottleneck_rate": "2.64Mbps",
+            "bottleneck_delay": "88ms",
+        },
+        "switch": {"queue_cap": "193500B", "ecn": {"enabled": False}, "pfc": {"enabled": False}},
+        "host": {"loss_recovery": "tcp", "rto": "1s", "rto_min": "200ms", "max_outstanding": 0},
+        "packets": {"payload": 1460, "header": 40},
+        "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1}]}],
+    }
+
+
+def test_the_preset_expands_where_the_table_is_silent() -> None:
+    table = expand_preset({"preset": "mvfst", "reward_beta": 0.5})
+    assert table["action"] == "mvfst" and table["interval"] == "100ms"
+    assert table["reward_beta"] == 0.5  # given keys win
+    assert table["features"] == ["mvfst_state", "mvfst_history"]
+    assert _sim.agent_preset("mvfst")["action_history"] == 20
+    with pytest.raises(ValueError, match="known: mvfst"):
+        expand_preset({"preset": "quic"})
+    data, _ = prepare_scenario(mexico(), agent=mvfst.AGENT)
+    assert action_space(data["agent"]) == gym.spaces.Discrete(5)
+    assert mvfst.obs_dim(20) == 220 and mvfst.obs_dim(0) == 100
+    assert mvfst.FIELDS[6] == "cwnd" and mvfst.AGGREGATES == ("sum", "mean", "std", "min", "max")
+    assert mvfst.state_index("cwnd", "mean") == 26
+    assert mvfst.history_slice(20) == slice(100, 220)
+
+
+def test_a_pool_steps_the_environment_with_the_random_driver_policy() -> None:
+    pool = AgentPool(mexico(), agent=mvfst.AGENT, seeds=[1], repeat_seeds=False)
+    assert pool.obs_dim == 220
+    policy = mvfst.random_policy(seed=3)
+    cwnd, hist = mvfst.state_index("cwnd", "mean"), mvfst.history_slice(20)
+    steps = 0
+    while not pool.all_over:
+        batch = pool.step()
+        req = batch.request
+        if req.any():
+            obs = batch.obs[req]
+            # The window the ACKs saw is never above the largest the history recorded.
+            entries = obs[:, hist].reshape(len(obs), 20, 6)
+            assert np.all(entries[:, :, :5].sum(axis=2) == 1.0)  # one-hot actions
+            assert np.all(obs[:, cwnd] <= entries[:, :, 5].max(axis=1) + 1e-3)
+            steps += int(req.sum())
+        pool.act(policy(batch.obs))
+    # One decision per 100 ms window with ACKs (the first ACK comes after 176 ms).
+    assert 15 <= steps <= 19
+
+
+def _random_run(seed: int) -> dict:
+    data, _ = prepare_scenario(mexico("3s"), agent={**mvfst.AGENT, "policy": "random"})
+    data["seed"] = seed
+    return ccgym.run(data).summary["network"]
+
+
+def test_the_native_random_policy_is_seeded() -> None:
+    assert _random_run(1) == _random_run(1)
+    assert _random_run(1) != _random_run(2)
+
+
+def test_reference_methods_pair_blocking_with_nonblocking() -> None:
+    methods = ["p nonblocking 25ms", "p nonblocking", "p blocking 25ms", "p blocking 50ms", "q"]
+    assert reference_method("p blocking 25ms", methods) == "p nonblocking 25ms"
+    assert reference_method("p blocking 50ms", methods) == "p nonblocking"
+    assert reference_method("q", methods) == "p nonblocking 25ms"
+    assert reference_method("blocking 25ms", ["nonblocking 25ms", "blocking 25ms"]) == (
+        "nonblocking 25ms"
+    )
+
+
+def test_mvfst_blocking_suite_end_to_end(tmp_path: Path) -> None:
+    suite = load_suite("mvfst-blocking")
+    assert suite["table"] == "mvfst-blocking" and len(suite["methods"]) == 4
+    suite["seeds"] = [1]
+    suite["overrides"] = [o for o in suite["overrides"] if not o.startswith("duration")]
+    suite["overrides"].append("duration=6s")
+    records, stats = run_suite(suite, tmp_path, jobs=1)
+    assert stats.ran == 4
+    by = {r["method"]: r for r in build_rows(records, spec=MVFST_BLOCKING)}
+    # Blocking loses bytes against the same policy without blocking, 50 ms more than 25 ms.
+    b25, b50 = by["blocking 25ms"], by["blocking 50ms"]
+    assert b25["reference"] == "nonblocking 25ms" and b50["reference"] == "nonblocking 50ms"
+    assert 0 < b25["fewer_pct"] < b50["fewer_pct"]
+    assert by["nonblocking 25ms"]["fewer_pct"] == 0
+    assert b50["published"] == [11.4] and by["nonblocking 50ms"]["published"] is None
+    curve = np.asarray(records[0]["cum_mb"])
+    assert curve[-1, 1] == pytest.approx(records[0]["metrics"]["mb"], rel=1e-6)
+    assert np.all(np.diff(curve[:, 1]) >= 0)
+    report = write_report(suite, records, tmp_path)
+    assert "Cumulative bytes" in report.read_text()
