@@ -484,11 +484,16 @@ def _spaces(cfg: Mapping[str, Any]) -> tuple[int, int]:
 def _result_stats(result: Mapping[str, Any]) -> dict[str, float]:
     """What ``history.jsonl`` keeps of one RLlib training iteration."""
     runners = result.get("env_runners") or {}
-    learner = (result.get("learners") or {}).get(MODULE_ID) or {}
+    learners = result.get("learners") or {}
+    learner = learners.get(MODULE_ID) or {}
     out: dict[str, float] = {}
     for key, value in (
         ("env_steps", result.get("num_env_steps_sampled_lifetime")),
-        ("env_steps_trained", result.get("num_env_steps_trained_lifetime")),
+        # Steps the learner took in: IMPALA drops what arrives while its queue is full.
+        (
+            "env_steps_trained",
+            (learners.get("__all_modules__") or {}).get("num_env_steps_trained_lifetime"),
+        ),
         ("episode_return_mean", runners.get("episode_return_mean")),
         ("episode_len_mean", runners.get("episode_len_mean")),
         ("episodes", runners.get("num_episodes_lifetime")),
