@@ -43,6 +43,9 @@ def test_scores_of_a_cubic_run_fill_the_queue() -> None:
     base_ms = 88.0 + 1500 * 8 / 2.64e6 * 1e3  # one way: propagation and one serialisation
     assert base_ms + 0.5 * full_queue_ms < s["delay_p95_ms"] < base_ms + full_queue_ms + 20
     assert s["loss_pct"] > 0 and 0 < s["goodput_mbps"] <= s["thr_mbps"]
+    # A delay the simulator recorded per packet wins over the approximation.
+    result.summary["flows"]["one_way_delay_ms"] = {"p95": 123.0}
+    assert mvfst.scores(result)["delay_p95_ms"] == 123.0
 
 
 def test_history_method_names() -> None:

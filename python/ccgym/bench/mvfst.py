@@ -7,12 +7,13 @@ One run = one method on one single-flow link for one seed. Scored from the resul
   times its rate). Pantheon measures throughput the same way, from the emulated link's egress
   log, retransmissions included; ``goodput_mbps`` (CSV only) is the flow's in-order delivery
   rate;
-* ``delay_p95_ms``: the 95th percentile of the one-way delay of the packets the bottleneck sent
-  in the window: the path's base one-way delay (half the flow's base RTT: the dumbbells are
-  symmetric) plus the bottleneck queue's drain time at each sample (queue bytes / link rate),
-  each sample weighted by the bytes the bottleneck sent in it, so that the percentile is over
-  packets, as Pantheon's, not over time. An approximation at the sampling interval
-  (``metrics.sample_interval``): ccgym keeps no per-packet delay log;
+* ``delay_p95_ms``: the 95th percentile of the packets' one-way delay, Pantheon's delay metric:
+  the summary's ``flows.one_way_delay_ms.p95`` when the scenario records it
+  (``metrics.one_way_delay = true``, as the bundled ``mvfst-*`` links do); otherwise an
+  approximation at the sampling interval: the path's base one-way delay (half the flow's base
+  RTT: the dumbbells are symmetric) plus the bottleneck queue's drain time at each sample (queue
+  bytes / link rate), each sample weighted by the bytes the bottleneck sent in it, so that the
+  percentile is over packets, not over time;
 * ``loss_pct``: bytes lost (queue drops and random loss) over bytes sent, in percent.
 
 Methods are names: a classic CC (``cubic``, ``newreno``, ``copa``, ``bbr``), a native policy
@@ -90,6 +91,9 @@ def scores(result: Result) -> dict[str, float | None]:
             delay = base_ms + weighted_percentile(drain_ms, sent, 0.95)
             if not np.isfinite(delay):
                 delay = None
+    recorded = ((s.get("flows") or {}).get("one_way_delay_ms") or {}).get("p95")
+    if recorded is not None:
+        delay = float(recorded)
     cons = s.get("conservation") or {}
     sent_b = cons.get("sent_bytes") or 0
     loss = 100.0 * (cons.get("dropped_bytes") or 0) / sent_b if sent_b else None
