@@ -102,6 +102,21 @@ def test_losses_are_summed_over_steps_and_masked() -> None:
     assert float(masked["baseline_loss"]) == pytest.approx(expected, rel=1e-5)
 
 
+def test_time_major_logits_match_rllibs_layout() -> None:
+    """The logits of a stateless module ((B T) x A, a short last row) line up with RLlib's
+    time-major values (its ``make_time_major`` pads 1-D tensors only)."""
+    from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import make_time_major
+
+    from ccgym.agents.impala import time_major_logits
+
+    flat = torch.arange(7 * 3, dtype=torch.float32).view(7, 3)  # 7 steps, unroll 3
+    tm = time_major_logits(flat, 3, recurrent=False)
+    assert tm.shape == (3, 3, 3)
+    torch.testing.assert_close(tm[..., 0], make_time_major(flat[:, 0], trajectory_len=3))
+    seq = torch.zeros(2, 4, 5)
+    assert time_major_logits(seq, 3, recurrent=True).shape == (4, 2, 5)
+
+
 def test_network_shapes_step_by_step_equals_sequence() -> None:
     """The spec 5.5 network: 512, 512, +1 reward, LSTM 513, heads 5 and 1; acting one step at a
     time gives what one pass over the sequence gives; the reward column is clipped."""

@@ -62,6 +62,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "torch_threads": 1,
         "checkpoint_every": 50,  # training iterations between kept checkpoints
         "max_wall_s": 0,  # stop (and save) after this much wall time; 0 = no limit
+        "stall_s": 600,  # raise when the learner trains nothing for this long; 0 = wait
         "min_time_s_per_iteration": 2,  # RLlib iterations (history.jsonl lines) last this long
         "export_policy": True,
     },
@@ -287,6 +288,21 @@ def _learner_base() -> type:
     return IMPALATorchLearner
 
 
+def time_major_logits(logits: torch.Tensor, unroll: int, recurrent: bool) -> torch.Tensor:
+    """Logits as T x B x A, the layout of RLlib's other time-major tensors: a recurrent
+    module's are B x T x A already; a stateless one's are (B T) x A, cut into rows of
+    ``unroll`` steps, the last one padded with zeros (RLlib's ``make_time_major`` pads 1-D
+    tensors only; the padding is masked out of the loss)."""
+    if recurrent:
+        return logits.transpose(0, 1)
+    n = logits.shape[-1]
+    flat = logits.reshape(-1, n)
+    pad = (-flat.shape[0]) % unroll
+    if pad:
+        flat = torch.cat([flat, flat.new_zeros(pad, n)])
+    return flat.reshape(-1, unroll, n).transpose(0, 1)
+
+
 class MvfstImpalaLearner(_learner_base()):  # type: ignore[misc]
     """RLlib's IMPALA learner with spec 5.6's loss (:func:`impala_losses`: summed over the
     steps, or averaged with ``reduce = "mean"``) and RMSProp."""
@@ -330,13 +346,7 @@ class MvfstImpalaLearner(_learner_base()):  # type: ignore[misc]
         bootstrap = torch.cat([values[0][1:], values[0][0:1]], dim=0)
         terminated = tm(batch[Columns.TERMINATEDS].float())
         discounts = (1.0 - terminated) * config.gamma * mask
-        if seq is not None:  # B x T x A -> T x B x A
-            logits_tm = logits.transpose(0, 1)
-        else:
-            n = logits.shape[-1]
-            logits_tm = make_time_major(logits.reshape(-1, n), trajectory_len=frag)
-            if logits_tm.dim() == 2:  # make_time_major pads 1-D tensors only
-                logits_tm = logits_tm.unsqueeze(-1)
+        logits_tm = time_major_logits(logits, frag, recurrent=seq is not None)
         parts = impala_losses(
             logits_tm,
             tm(batch[Columns.ACTIONS]),
@@ -596,10 +606,22 @@ def train_from_config(
     max_wall = float(train.get("max_wall_s", 0) or 0)
     t0, wall0, steps0 = time.perf_counter(), float(counters["wall_s"]), int(counters["env_steps"])
     stats: dict[str, float] = {}
+    stall_s = float(train.get("stall_s", 600) or 0)
+    trained, trained_at = -1.0, time.perf_counter()
     try:
         while counters["env_steps"] < target:
             result = algo.train()
             stats = _result_stats(result)
+            # RLlib's learner runs in a thread of its own here; when it dies (its traceback
+            # is in the log) sampling goes on and nothing learns: stop instead of hanging.
+            now = time.perf_counter()
+            if stats.get("env_steps_trained", -1.0) > trained:
+                trained, trained_at = stats["env_steps_trained"], now
+            elif stall_s > 0 and now - trained_at > stall_s:
+                raise RuntimeError(
+                    f"impala: the learner took no steps for {now - trained_at:.0f} s "
+                    "(train.stall_s); its error, if any, is in the log above"
+                )
             counters["iterations"] += 1
             counters["env_steps"] = int(stats.get("env_steps", counters["env_steps"]))
             counters["episodes"] = int(stats.get("episodes", counters["episodes"]))
