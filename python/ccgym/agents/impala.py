@@ -459,7 +459,17 @@ def _connect_ray(address: str | None, runners: int) -> None:
     if ray.is_initialized():
         return
     if address:
-        ray.init(address=address, log_to_driver=False)
+        # The driver's ccgym (Python and its native module) goes to every node with the job,
+        # so that the cluster's workers run the same code whatever is installed there (they
+        # need Python, Ray, PyTorch and NumPy of the same versions, on the same platform).
+        import ccgym
+
+        package = str(Path(ccgym.__file__).resolve().parent)
+        ray.init(
+            address=address,
+            log_to_driver=False,
+            runtime_env={"py_modules": [package], "excludes": ["__pycache__"]},
+        )
         return
     # Each env runner asks Ray for one CPU; allow as many runners as asked for even on a
     # machine with fewer cores (they then share them).
@@ -566,7 +576,8 @@ def train_from_config(
             iteration: environment steps, mean episode return and reward per step, losses),
             ``checkpoint.pt`` (the network, for ``ccgym export``), ``rllib/`` (the algorithm's
             full state), ``policy.pt`` (TorchScript) and ``policy.json`` (native) at the end.
-        resume: continue from ``out_dir/rllib`` (network, optimiser, counters).
+        resume: continue from ``out_dir/rllib`` (network, optimiser, counters). Ctrl-C saves
+            both checkpoints and raises :class:`~ccgym.train.loop.TrainingInterrupted`.
         progress: print one line per iteration to stderr (default: when stderr is a terminal).
         ray_address: a Ray cluster to run on (``ray start --head`` prints it); None starts Ray
             on this machine. Nothing else changes.
@@ -641,6 +652,17 @@ def train_from_config(
                 (out / "progress.json").write_text(json.dumps(counters) + "\n")
             if max_wall > 0 and counters["wall_s"] >= max_wall:
                 break
+    except KeyboardInterrupt:  # Ctrl-C: keep what was learnt, say how to go on
+        from ccgym.train.loop import TrainingInterrupted
+
+        ckpt = _save_checkpoint(out, cfg, algo, counters, dims)
+        (out / "progress.json").write_text(json.dumps(counters) + "\n")
+        algo.stop()
+        raise TrainingInterrupted(ALGORITHM, ckpt, int(counters["iterations"])) from None
+    except BaseException:
+        algo.stop()
+        raise
+    try:
         ckpt = _save_checkpoint(out, cfg, algo, counters, dims)
         (out / "progress.json").write_text(json.dumps(counters) + "\n")
     finally:
