@@ -388,10 +388,10 @@ def run_key(
         ident["scores"] += f"/{QTCP_SCORES_VERSION}"
         if method in QTCP_METHODS:
             ident["learner"] = learner_code_hash()
-    if scores.startswith("mvfst-"):  # the MVFST-RL tables: their version, the learner's code
-        from ccgym.bench.mvfst import SCORES_VERSION as MVFST_SCORES_VERSION
+    if scores in ("mvfst-links", "mvfst-history"):  # their version, the learner's code
+        from ccgym.bench.mvfst_links import SCORES_VERSION as LINKS_SCORES_VERSION
 
-        ident["scores"] += f"/{MVFST_SCORES_VERSION}"
+        ident["scores"] += f"/{LINKS_SCORES_VERSION}"
         if scores == "mvfst-history":
             ident["learner"] = _learner_hash()
     blob = json.dumps(ident, sort_keys=True, default=str)
@@ -434,12 +434,12 @@ def run_job(
         from ccgym.bench.qtcp import run_qtcp_job
 
         return run_qtcp_job(scenario, overrides, method)
-    if scores == "mvfst-links":  # Pantheon's metrics per link (bench/mvfst.py)
-        from ccgym.bench.mvfst import run_mvfst_job
+    if scores == "mvfst-links":  # Pantheon's metrics per link (bench/mvfst_links.py)
+        from ccgym.bench.mvfst_links import run_mvfst_job
 
         return run_mvfst_job(scenario, overrides, method, preset)
-    if scores == "mvfst-history":  # short IMPALA trainings by action history (bench/mvfst.py)
-        from ccgym.bench.mvfst import run_history_job
+    if scores == "mvfst-history":  # short IMPALA trainings by action history
+        from ccgym.bench.mvfst_links import run_history_job
 
         return run_history_job(scenario, overrides, method)
     import ccgym

@@ -19,7 +19,7 @@ from typing import Any
 
 from ccgym._errors import ScenarioError
 from ccgym.bench import acc
-from ccgym.bench.mvfst import HISTORY_COLUMNS, HISTORY_METRICS, MVFST_COLUMNS, MVFST_METRICS
+from ccgym.bench.mvfst_links import HISTORY_COLUMNS, HISTORY_METRICS, LINKS_COLUMNS, LINKS_METRICS
 from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
 from ccgym.bench.qtcp import QTCP_METRICS
 from ccgym.bench.slowdown import BUCKET_TITLES, SLOWDOWN_METRICS
@@ -239,8 +239,8 @@ TABLES[ACC_ORACLE.name] = ACC_ORACLE
 
 MVFST_LINKS = TableSpec(
     name="mvfst-links",
-    columns=MVFST_COLUMNS,
-    metrics=MVFST_METRICS,
+    columns=LINKS_COLUMNS,
+    metrics=LINKS_METRICS,
     published_fields=(),
     published_title="paper",
     published_source=(
@@ -249,7 +249,7 @@ MVFST_LINKS = TableSpec(
     ),
     extra=("goodput_mbps",),
 )
-"""MVFST-RL against the classic CCs per Pantheon-like link (:mod:`ccgym.bench.mvfst`): mean
+"""MVFST-RL against the classic CCs per Pantheon-like link (:mod:`ccgym.bench.mvfst_links`): mean
 throughput, 95th-percentile one-way delay, loss."""
 
 TABLES[MVFST_LINKS.name] = MVFST_LINKS
@@ -263,7 +263,7 @@ MVFST_HISTORY = TableSpec(
     published_source="none embedded: the MVFST-RL paper shows its training curves as plots",
 )
 """Short MVFST-RL trainings by action history k, with and without the LSTM
-(:mod:`ccgym.bench.mvfst`): reward per step at the start and at the end."""
+(:mod:`ccgym.bench.mvfst_links`): reward per step at the start and at the end."""
 
 TABLES[MVFST_HISTORY.name] = MVFST_HISTORY
 

@@ -44,13 +44,13 @@ if TYPE_CHECKING:
 SCORES_VERSION = 1
 """Bumped when the scores change (part of the bench cache key)."""
 
-MVFST_METRICS: dict[str, Band] = {
+LINKS_METRICS: dict[str, Band] = {
     "thr_mbps": (HIGHER, 0.05, 0.02),  # 0.05 Mb/s or 2 %
     "delay_p95_ms": (LOWER, 1.0, 0.02),  # 1 ms or 2 %
 }
 """Pareto metrics of the ``mvfst-links`` table: (direction, tolerance band)."""
 
-MVFST_COLUMNS = (
+LINKS_COLUMNS = (
     ("thr_mbps", "throughput Mb/s", ".2f"),
     ("delay_p95_ms", "p95 one-way delay ms", ".1f"),
     ("loss_pct", "loss %", ".2f"),
@@ -330,8 +330,8 @@ __all__ = [
     "history_config",
     "history_method",
     "run_history_job",
-    "MVFST_COLUMNS",
-    "MVFST_METRICS",
+    "LINKS_COLUMNS",
+    "LINKS_METRICS",
     "SCORES_VERSION",
     "run_mvfst_job",
     "scatter_section",

@@ -1,12 +1,13 @@
-"""The mvfst-links and mvfst-history bench tables (python/ccgym/bench/mvfst.py; docs/mvfst.md):
-the scores of a run, the weighted percentile, the method names, the tables' registration."""
+"""The mvfst-links and mvfst-history bench tables (python/ccgym/bench/mvfst_links.py;
+docs/mvfst.md): the scores of a run, the weighted percentile, the method names, the tables'
+registration."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ccgym.bench import mvfst
+from ccgym.bench import mvfst_links as mvfst
 from ccgym.bench.tables import table_spec
 
 LINK = {  # a 2.64 Mb/s, 88 ms one-way, 130-packet link (the Mexico cellular link's numbers)
