@@ -218,10 +218,11 @@ def history_method(method: str) -> tuple[int, bool]:
 
 
 def history_config(
-    scenario: str, overrides: Sequence[str], method: str, env_steps: int = HISTORY_ENV_STEPS
+    scenario: str, overrides: Sequence[str], method: str, env_steps: int | None = None
 ) -> dict[str, Any]:
     """The ``ccgym train impala`` config of one ``mvfst-history`` run: ``mvfst-default``'s,
-    on one link, with the method's k and network, for ``env_steps`` steps; the seed is the
+    on one link, with the method's k and network, for ``env_steps`` steps (default
+    :data:`HISTORY_ENV_STEPS`, read at the call); the seed is the
     last ``seed=`` of ``overrides``."""
     from ccgym.train.config import read_config
 
@@ -234,8 +235,9 @@ def history_config(
         else:
             rest.append(o)
     cfg = read_config("mvfst-default")
+    steps = HISTORY_ENV_STEPS if env_steps is None else env_steps
     cfg["train"].update(
-        seed=seed, env_steps=env_steps, checkpoint_every=0, export_policy=False, env_runners=1
+        seed=seed, env_steps=steps, checkpoint_every=0, export_policy=False, env_runners=1
     )
     cfg["scenario"] = [{"label": str(scenario), "name": scenario, "overrides": rest}]
     cfg["agent"]["action_history"] = k
