@@ -153,6 +153,11 @@ def test_every_bench_suite_run_is_within_the_default_budgets() -> None:
 
                 data, base = load_scenario(data, cc="agent")
                 data["agent"] = agent_table(VARIANTS[job.method], data["packets"]["payload"])
+            elif job.scores == "mvfst-history":  # a training run: its link, the MVFST-RL agent
+                data, base = load_scenario(data, ["agent.preset=mvfst"], cc="agent")
+            elif job.preset is not None and job.preset["cc"].startswith(POLICY_PREFIX):
+                data, base = load_scenario(data, job.preset["overrides"])  # mvfst-default
+                data = policies.use_policy(data, job.preset["cc"][len(POLICY_PREFIX) :])
             elif job.preset is not None:  # a method preset (e.g. an ACC ECN template): its run
                 cc = job.preset["cc"]
                 data, base = load_scenario(data, job.preset["overrides"], cc=cc)

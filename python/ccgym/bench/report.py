@@ -334,6 +334,14 @@ def write_report(
     if spec.notes is not None:  # e.g. the ACC validity checks
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in spec.notes(rows))
         parts.append(f'<ul class="note">{notes}</ul>')
+    if spec.name == "mvfst-links":  # Pantheon's throughput-delay scatter per link
+        from ccgym.bench.mvfst_links import scatter_section
+
+        parts.append(scatter_section(rows, records, colors))
+    if spec.name == "mvfst-history":  # the training reward curves
+        from ccgym.bench.mvfst_links import curves_section
+
+        parts.append(curves_section(records, colors))
     if spec.name.startswith("hopass"):  # the slow layer's shares and utility over time
         from ccgym.bench.hopass_slow import report_section
 

@@ -392,8 +392,30 @@ def run_key(
         ident["scores"] += f"/{QTCP_SCORES_VERSION}"
         if method in QTCP_METHODS:
             ident["learner"] = learner_code_hash()
+    if scores in ("mvfst-links", "mvfst-history"):  # their version, the learner's code
+        from ccgym.bench.mvfst_links import SCORES_VERSION as LINKS_SCORES_VERSION
+
+        ident["scores"] += f"/{LINKS_SCORES_VERSION}"
+        if scores == "mvfst-history":
+            ident["learner"] = _learner_hash()
     blob = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def _learner_hash() -> str:
+    """A hash of the IMPALA trainer's source and its bundled config (an mvfst-history run's
+    cache key: the native module's hash does not cover them)."""
+    from ccgym.train.config import CONFIG_DIR
+
+    h = hashlib.sha256()
+    agents = Path(__file__).resolve().parent.parent / "agents"
+    for path in (
+        agents / "impala.py",
+        agents / "impala_model.py",
+        CONFIG_DIR / "mvfst-default.toml",
+    ):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def run_job(
@@ -416,6 +438,14 @@ def run_job(
         from ccgym.bench.qtcp import run_qtcp_job
 
         return run_qtcp_job(scenario, overrides, method)
+    if scores == "mvfst-links":  # Pantheon's metrics per link (bench/mvfst_links.py)
+        from ccgym.bench.mvfst_links import run_mvfst_job
+
+        return run_mvfst_job(scenario, overrides, method, preset)
+    if scores == "mvfst-history":  # short IMPALA trainings by action history
+        from ccgym.bench.mvfst_links import run_history_job
+
+        return run_history_job(scenario, overrides, method)
     import ccgym
     from ccgym import policies
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ccgym._errors import ScenarioError
 from ccgym.bench import acc, mvfst
+from ccgym.bench.mvfst_links import HISTORY_COLUMNS, HISTORY_METRICS, LINKS_COLUMNS, LINKS_METRICS
 from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
 from ccgym.bench.qtcp import QTCP_METRICS
 from ccgym.bench.slowdown import BUCKET_TITLES, SLOWDOWN_METRICS
@@ -256,6 +257,36 @@ throughput, queues, PFC pauses, the training reward; the static oracle as a deri
 validity checks under the table."""
 
 TABLES[ACC_ORACLE.name] = ACC_ORACLE
+
+MVFST_LINKS = TableSpec(
+    name="mvfst-links",
+    columns=LINKS_COLUMNS,
+    metrics=LINKS_METRICS,
+    published_fields=(),
+    published_title="paper",
+    published_source=(
+        "none embedded: the MVFST-RL paper shows its Pantheon results as plots "
+        "(spec learning_cc.md 5.7)"
+    ),
+    extra=("goodput_mbps",),
+)
+"""MVFST-RL against the classic CCs per Pantheon-like link (:mod:`ccgym.bench.mvfst_links`): mean
+throughput, 95th-percentile one-way delay, loss."""
+
+TABLES[MVFST_LINKS.name] = MVFST_LINKS
+
+MVFST_HISTORY = TableSpec(
+    name="mvfst-history",
+    columns=HISTORY_COLUMNS,
+    metrics=HISTORY_METRICS,
+    published_fields=(),
+    published_title="paper",
+    published_source="none embedded: the MVFST-RL paper shows its training curves as plots",
+)
+"""Short MVFST-RL trainings by action history k, with and without the LSTM
+(:mod:`ccgym.bench.mvfst_links`): reward per step at the start and at the end."""
+
+TABLES[MVFST_HISTORY.name] = MVFST_HISTORY
 
 COLUMNS = STANDARD.columns
 """(metric key, column title, format) of the standard table's metric columns."""

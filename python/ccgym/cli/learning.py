@@ -26,6 +26,11 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--resume", action="store_true", help="continue from the run folder's checkpoint.pt"
     )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="Ray-based trainers (impala): run on this Ray cluster instead of a local Ray",
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser(
@@ -88,7 +93,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ScenarioError("ccgym train: give --config FILE (or --resume with --out DIR)")
     out = Path(args.out) if args.out else Path("runs") / args.name
     # --resume: the config saved in the checkpoint, with --config (if given) merged over it.
-    result = module.train_from_config(args.config, out, resume=args.resume)
+    kwargs = {}
+    if getattr(args, "ray", None):
+        import inspect
+
+        if "ray_address" not in inspect.signature(module.train_from_config).parameters:
+            raise ScenarioError(f"ccgym train: {args.name} does not run on Ray (no --ray)")
+        kwargs["ray_address"] = args.ray
+    result = module.train_from_config(args.config, out, resume=args.resume, **kwargs)
     print(json.dumps(result, indent=2, default=str))
     return 0
 

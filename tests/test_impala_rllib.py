@@ -1,0 +1,83 @@
+"""`ccgym train impala` end to end on RLlib (a local Ray, the sampling in the driver): the
+training env, a short run, its run folder, resume, and the exports (docs/mvfst.md)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("ray.rllib")
+
+from ccgym.agents import impala  # noqa: E402
+from test_impala import SMALL_AGENT, SMALL_LINK  # noqa: E402
+
+
+def _config(steps: int) -> dict:
+    return {
+        "train": {
+            "env_steps": steps,
+            "env_runners": 0,  # sample in the driver: no actor to start in a test
+            "envs_per_runner": 2,
+            "min_time_s_per_iteration": 0,
+            "checkpoint_every": 0,
+        },
+        "scenario": [
+            {"label": "a", "name": SMALL_LINK},
+            {"label": "b", "name": SMALL_LINK, "overrides": ["duration=500us"]},
+        ],
+        "agent": SMALL_AGENT,
+        "network": {"hidden": [16, 16], "lstm": True},
+        "impala": {"unroll": 20, "lr": 1e-3},
+    }
+
+
+def test_training_env_appends_the_clipped_reward_and_cycles_scenarios() -> None:
+    cfg = impala.load_config(_config(100), impala.DEFAULT_CONFIG)
+    env = impala.MvfstTrainingEnv({"scenarios": impala._training_scenarios(cfg)})
+    assert env.observation_spaces["flow_0"].shape == (2 * 2 + 1,)
+    labels = []
+    for _ in range(3):
+        obs, _ = env.reset()
+        labels.append(env.label)
+        assert obs["flow_0"][-1] == 0.0  # no reward before the first action
+        obs, rewards, *_ = env.step({"flow_0": 4})
+        assert obs["flow_0"][-1] == pytest.approx(np.clip(rewards["flow_0"], -1, 1))
+    assert labels == ["a", "b", "a"]
+
+
+def test_train_resume_and_export(tmp_path) -> None:
+    """A short RLlib IMPALA run writes its run folder; resume continues its step count; the
+    checkpoint exports to TorchScript and to the native layout."""
+    import torch
+
+    out = tmp_path / "run"
+    result = impala.train_from_config(_config(200), out, progress=False)
+    assert result["env_steps"] >= 200
+    history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    trained = [h for h in history if "loss" in h]
+    assert trained and all(np.isfinite(h["loss"]) for h in trained)
+    assert all(0.0 < h["entropy"] <= np.log(5) + 1e-6 for h in trained)
+    loaded = torch.jit.load(result["torchscript"])
+    n = int(loaded.state_size)
+    logits, value, h, c = loaded(torch.zeros(1, 5), torch.zeros(1, n), torch.zeros(1, n))
+    assert logits.shape == (1, 5) and h.shape == (1, 17)
+    net, ckpt = impala.load_net(result["checkpoint"])
+    assert ckpt["config"]["agent"] == SMALL_AGENT
+    policy = impala.export_checkpoint(result["checkpoint"])
+    assert policy["action_outputs"] == 5 and policy["meta"]["agent"] == SMALL_AGENT
+    again = impala.train_from_config(
+        {"train": {"env_steps": 400}}, out, resume=True, progress=False
+    )
+    assert again["env_steps"] >= 400 and again["iterations"] > result["iterations"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_ray():
+    """Ray started by these tests stops with them (its processes would outlive the module)."""
+    yield
+    import ray
+
+    ray.shutdown()

@@ -1,0 +1,73 @@
+"""The mvfst-links and mvfst-history bench tables (python/ccgym/bench/mvfst_links.py;
+docs/mvfst.md): the scores of a run, the weighted percentile, the method names, the tables'
+registration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ccgym.bench import mvfst_links as mvfst
+from ccgym.bench.tables import table_spec
+
+LINK = {  # a 2.64 Mb/s, 88 ms one-way, 130-packet link (the Mexico cellular link's numbers)
+    "duration": "4s",
+    "topology": {
+        "kind": "dumbbell", "left": 1, "right": 1, "link_rate": "1Gbps", "link_delay": "0us",
+        "bottleneck_rate": "2.64Mbps", "bottleneck_delay": "88ms",
+    },
+    "switch": {"queue_cap": "195000B", "ecn": {"enabled": False}, "pfc": {"enabled": False}},
+    "host": {"loss_recovery": "tcp", "rto": "1s", "rto_min": "200ms", "max_outstanding": 0},
+    "packets": {"payload": 1460, "header": 40},
+    "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1}]}],
+}  # fmt: skip
+
+
+def test_weighted_percentile() -> None:
+    v = np.array([5.0, 1.0, 3.0, 2.0])
+    assert mvfst.weighted_percentile(v, np.ones(4), 0.5) == 2.0
+    assert mvfst.weighted_percentile(v, np.array([0.0, 0.0, 0.0, 1.0]), 0.95) == 2.0
+    assert mvfst.weighted_percentile(v, np.array([1.0, 1.0, 1.0, 97.0]), 0.95) == 2.0
+    assert mvfst.weighted_percentile(v, np.array([10.0, 1.0, 1.0, 1.0]), 0.95) == 5.0
+    assert np.isnan(mvfst.weighted_percentile(v, np.zeros(4), 0.5))
+
+
+def test_scores_of_a_cubic_run_fill_the_queue() -> None:
+    """CUBIC keeps the drop-tail queue of a 2.64 Mb/s link near full: the link runs near its
+    rate and the p95 one-way delay is the base delay plus about a full queue's drain time."""
+    import ccgym
+
+    result = ccgym.run(LINK, cc="cubic")
+    s = mvfst.scores(result)
+    assert 2.0 < s["thr_mbps"] <= 2.64 + 1e-9
+    full_queue_ms = 195000 * 8 / 2.64e6 * 1e3  # 591 ms
+    base_ms = 88.0 + 1500 * 8 / 2.64e6 * 1e3  # one way: propagation and one serialisation
+    assert base_ms + 0.5 * full_queue_ms < s["delay_p95_ms"] < base_ms + full_queue_ms + 20
+    assert s["loss_pct"] > 0 and 0 < s["goodput_mbps"] <= s["thr_mbps"]
+    # A delay the simulator recorded per packet wins over the approximation.
+    result.summary["flows"]["one_way_delay_ms"] = {"p95": 123.0}
+    assert mvfst.scores(result)["delay_p95_ms"] == 123.0
+
+
+def test_history_method_names() -> None:
+    assert mvfst.history_method("k20-lstm") == (20, True)
+    assert mvfst.history_method("k0-fc") == (0, False)
+    with pytest.raises(ValueError, match="k<K>-lstm"):
+        mvfst.history_method("k-lstm")
+    from ccgym.train.config import CONFIG_DIR
+
+    if not (CONFIG_DIR / "mvfst-default.toml").is_file():
+        pytest.skip("the mvfst-default config comes with the MVFST-RL environment (agent.preset)")
+    cfg = mvfst.history_config("mvfst-mexico-cellular", ["seed=3"], "k1-fc", env_steps=100)
+    assert cfg["agent"]["action_history"] == 1 and cfg["network"]["lstm"] is False
+    assert cfg["train"]["seed"] == 3 and cfg["train"]["env_steps"] == 100
+    assert cfg["scenario"] == [
+        {"label": "mvfst-mexico-cellular", "name": "mvfst-mexico-cellular", "overrides": []}
+    ]
+
+
+def test_tables_are_registered() -> None:
+    assert [c[0] for c in table_spec("mvfst-links").columns] == [
+        "thr_mbps", "delay_p95_ms", "loss_pct",
+    ]  # fmt: skip
+    assert "reward_last" in table_spec("mvfst-history").metrics
