@@ -103,6 +103,9 @@ def test_mvfst_blocking_suite_end_to_end(tmp_path: Path) -> None:
     suite = load_suite("mvfst-blocking")
     assert suite["table"] == "mvfst-blocking" and len(suite["methods"]) == 4
     suite["seeds"] = [1]
+    # The constant-rate link: on the Poisson one the random stand-in's seed noise hides the modes.
+    suite["scenario"] = [s for s in suite["scenario"] if s["label"].startswith("constant")]
+    assert len(suite["scenario"]) == 1
     suite["overrides"] = [o for o in suite["overrides"] if not o.startswith("duration")]
     suite["overrides"].append("duration=6s")
     records, stats = run_suite(suite, tmp_path, jobs=1)
