@@ -338,6 +338,10 @@ def write_report(
         from ccgym.bench.hopass_slow import report_section
 
         parts.append(report_section(records))
+    if spec.name == "qtcp":  # the QTCP-AIMD paper's figures: windows, rates, queue, Jain's index
+        from ccgym.bench.qtcp import report_section as qtcp_section
+
+        parts.append(qtcp_section(records))
     if scale_html:
         parts += ["<h2>Metrics against scale</h2>", *scale_html]
     if size_html:
