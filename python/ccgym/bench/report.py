@@ -338,7 +338,7 @@ def write_report(
         from ccgym.bench.hopass_slow import report_section
 
         parts.append(report_section(records))
-    if spec.name == "qtcp":  # the QTCP-AIMD paper's figures: windows, rates, queue, Jain's index
+    if spec.name in ("qtcp", "friendliness"):  # the QTCP-AIMD paper's figures
         from ccgym.bench.qtcp import report_section as qtcp_section
 
         parts.append(qtcp_section(records))
