@@ -157,11 +157,20 @@ def trace_figure(rec: Mapping[str, Any], title: str = "") -> Any:
         ax.grid(True, color="0.85", linewidth=0.6)
     cwnd = tr.get("cwnd_pk")
     if cwnd:
+        every = np.concatenate([arr(v) for v in cwnd.values()])
         for f, v in cwnd.items():
             ax_w.plot(t, arr(v), linewidth=0.9, label=f"flow {f}")
         ax_w.legend(loc="upper right", fontsize="x-small", ncols=4)
-        ax_w.set_ylim(bottom=0)
-        ax_w.set_title("window of each flow", fontsize="medium", loc="left")
+        title = "window of each flow"
+        if np.isfinite(every).any():
+            # A slow start's overshoot and the windows NewReno's recovery inflates after it
+            # reach thousands of packets for a few seconds; scaled to them, the learnt windows
+            # would be a flat line at the bottom.
+            top = 1.25 * float(np.nanpercentile(every, 98))
+            ax_w.set_ylim(0, max(top, 1.0))
+            if np.nanmax(every) > top:
+                title += f" (axis cut at {top:.0f}: recovery after slow start goes beyond)"
+        ax_w.set_title(title, fontsize="medium", loc="left")
     else:
         ax_w.text(
             0.5, 0.5, "window not sampled for classic CCs (rates below)",
