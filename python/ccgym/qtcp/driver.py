@@ -65,7 +65,7 @@ class QtcpConfig:
     """One QTCP variant: actions, decision interval, utility, reward and learner.
 
     Defaults are QTCP's (learning_cc.md 3.1-3.4, with 3.7's facts); :data:`QTCP_AIMD` changes
-    the actions, ``delta`` and the learning rate.
+    the actions, ``delta``, the learning rate and the schedules (constant, as 3.7 gives them).
     """
 
     name: str = "qtcp"
