@@ -117,3 +117,48 @@ def test_a_native_policy_can_be_the_flow_under_test() -> None:
     assert f.test == "policy:adpg-default" and f.flow_mbps[1] > 0
     with pytest.raises(ValueError, match="one learned variant or policy"):
         friendliness_scenario("policy:adpg-default", "qtcp", 1)
+
+
+# ------------------------------------------------------------------------------------------
+# the qtcp-friendliness suite (ccgym.bench.friendliness)
+
+
+def test_the_friendliness_suite_puts_the_method_on_flows_without_a_cc_table() -> None:
+    from ccgym.bench.friendliness import method_flows
+    from ccgym.bench.runner import load_suite, suite_jobs
+    from ccgym.scenario import load_scenario
+
+    suite = load_suite("qtcp-friendliness")
+    jobs = suite_jobs(suite)
+    assert len(jobs) == 5 * 4 * 3 and {j.scores for j in jobs} == {"friendliness"}
+    assert len({j.key for j in jobs}) == len(jobs)
+    three = next(j for j in jobs if j.label == "against 3 CUBIC")
+    data, _ = load_scenario(three.scenario, three.overrides)
+    assert method_flows(data, "qtcp-aimd") == "qtcp-aimd"
+    ccs = [f["cc"]["algorithm"] for f in data["workload"][0]["flows"]]
+    assert ccs == ["agent", "cubic", "cubic", "cubic"] and data["duration"] == "800s"
+    assert method_flows(load_scenario(three.scenario, three.overrides)[0], "newreno") is None
+    with pytest.raises(ValueError, match="flow 0 is the flow under test"):
+        method_flows(load_scenario("friendliness-dumbbell")[0], "cubic")
+
+
+def test_reno_flows_on_different_rtts_share_unfairly_and_the_job_scores_it() -> None:
+    """Two NewReno flows, 120 ms and 240 ms (topology.host_delays): the short-RTT one grows its
+    window twice as often and takes more than half (Reno's RTT unfairness)."""
+    from ccgym.bench.friendliness import run_friendliness_job
+
+    over = [
+        "duration=200s",
+        'topology.host_delays=["1ms", "31ms", "1ms", "31ms"]',
+        "workload[0].flows=[{src=0, dst=2}, {src=1, dst=3}]",
+    ]
+    out = run_friendliness_job("friendliness-dumbbell", over, "newreno")
+    m = out["metrics"]
+    assert m["share_ratio"] > 1.1 and m["jain"] < 0.99, m
+    assert m["share"] == pytest.approx(m["share_ratio"] / 2)
+    assert 30.0 < m["thr_mbps"] <= 40.5
+    import ccgym
+
+    short = ccgym.run("friendliness-dumbbell", overrides=[*over[1:], "duration=1s"])
+    rtts = sorted(short.series["flow_info"]["base_rtt_us"] / 1e3)
+    assert rtts == pytest.approx([120, 240], abs=2)  # plus serialisation

@@ -148,8 +148,8 @@ def test_every_bench_suite_run_is_within_the_default_budgets() -> None:
                 data = job_scenario(data, job.method)
             elif kind == "policy":
                 data = policies.use_policy(data, job.method[len(POLICY_PREFIX) :])
-            elif job.scores == "qtcp" and job.method in ("qtcp", "qtcp-aimd"):  # learnt TCP
-                from ccgym.qtcp import VARIANTS, agent_table
+            elif job.scores == "qtcp" and job.method in ("qtcp", "qtcp-aimd", "qtcp-mimd"):
+                from ccgym.qtcp import VARIANTS, agent_table  # learnt TCP
 
                 data, base = load_scenario(data, cc="agent")
                 data["agent"] = agent_table(VARIANTS[job.method], data["packets"]["payload"])
@@ -158,6 +158,13 @@ def test_every_bench_suite_run_is_within_the_default_budgets() -> None:
             elif job.preset is not None and job.preset["cc"].startswith(POLICY_PREFIX):
                 data, base = load_scenario(data, job.preset["overrides"])  # mvfst-default
                 data = policies.use_policy(data, job.preset["cc"][len(POLICY_PREFIX) :])
+            elif job.scores == "friendliness":  # the method on flows without a cc table
+                from ccgym.bench.friendliness import method_flows
+                from ccgym.qtcp import VARIANTS, agent_table
+
+                learned = method_flows(data, job.method)
+                if learned is not None:
+                    data["agent"] = agent_table(VARIANTS[learned], data["packets"]["payload"])
             elif job.preset is not None:  # a method preset (e.g. an ACC ECN template): its run
                 cc = job.preset["cc"]
                 data, base = load_scenario(data, job.preset["overrides"], cc=cc)

@@ -5,13 +5,16 @@ themselves are checked exactly in crates/sim/tests/agent_window_tcp.rs."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 
+from ccgym.bench.qtcp import report_section as qtcp_report_section
 from ccgym.qtcp import (
     QTCP,
     QTCP_AIMD,
+    QTCP_MIMD,
     KanervaConfig,
     KanervaQLearner,
     QtcpConfig,
@@ -45,9 +48,12 @@ def fifths(run, flow: int = 0) -> tuple[float, float]:
 # the learner
 
 
-def test_scale_state_maps_log_intervals_and_the_rtt_ratio_into_the_unit_cube() -> None:
-    x = scale_state(np.array([[1e-5, 1.0, 1.0], [1e-3, 0.0, 1.5], [10.0, 1e-9, 7.0]]))
-    np.testing.assert_allclose(x, [[0.0, 1.0, 0.0], [0.4, 0.0, 0.5], [1.0, 0.0, 1.0]])
+def test_scale_state_maps_log_intervals_and_log_queueing_into_the_unit_cube() -> None:
+    x = scale_state(np.array([[1e-5, 1.0, 1.0], [1e-3, 0.0, 1.01], [10.0, 1e-9, 7.0]]))
+    np.testing.assert_allclose(x, [[0.0, 1.0, 0.0], [0.4, 0.0, 1 / 3], [1.0, 0.0, 1.0]])
+    # A 100-packet buffer at 120 ms (RTT ratio 1 to 1.25) spans most of the queueing axis.
+    low, full = scale_state(np.array([[0.01, 0.01, 1.0025], [0.01, 0.01, 1.25]]))[:, 2]
+    assert full - low > 0.5
 
 
 def test_q_learning_finds_the_better_action_of_each_region() -> None:
@@ -159,6 +165,20 @@ def test_agent_table_turns_steps_into_bytes_per_ack() -> None:
     assert a["per_ack"] == ["reno", 0.0, -5.0] and a["reward_beta"] == 10.0
     s = agent_table(dataclasses.replace(QTCP, step_unit="segments", per_ack=(1, 0, -0.5)), 1000)
     assert s["per_ack"] == [1000.0, 0.0, -500.0]
+
+
+def test_the_variants_learn_as_their_papers_say() -> None:
+    # QTCP: its paper's decays; QTCP-AIMD: 3.7's constant learning rate and exploration (0.1);
+    # QTCP-MIMD: QTCP-AIMD with QTCP's moves, nothing else (the paper's ablation).
+    assert (QTCP.learner.lr, QTCP.learner.lr_decay, QTCP.learner.exploration_decay) == (
+        0.95,
+        0.995,
+        0.9995,
+    )
+    aimd = QTCP_AIMD.learner
+    assert (aimd.lr, aimd.lr_decay, aimd.exploration, aimd.exploration_decay) == (0.1, 1, 0.1, 1)
+    assert QTCP_MIMD.per_ack == QTCP.per_ack
+    assert dataclasses.replace(QTCP_MIMD, name="qtcp-aimd", per_ack=QTCP_AIMD.per_ack) == QTCP_AIMD
 
 
 def test_reward_is_the_sign_of_the_utility_change_with_a_dead_band() -> None:
@@ -352,9 +372,9 @@ def test_qtcp_suite_jobs_score_learnt_and_classic_methods_per_phase() -> None:
     from ccgym.bench.tables import build_rows, markdown_table, table_spec
 
     suite = load_suite("qtcp")
-    assert suite["methods"] == ["qtcp", "qtcp-aimd", "newreno", "cubic"]
+    assert suite["methods"] == ["qtcp", "qtcp-mimd", "qtcp-aimd", "newreno", "cubic"]
     jobs = suite_jobs(suite)
-    assert len(jobs) == 3 * 4 * 3 and {j.scores for j in jobs} == {"qtcp"}
+    assert len(jobs) == 3 * 5 * 3 and {j.scores for j in jobs} == {"qtcp"}
     assert len({j.key for j in jobs}) == len(jobs)
     records = []
     for method in ("qtcp-aimd", "newreno"):
@@ -365,9 +385,22 @@ def test_qtcp_suite_jobs_score_learnt_and_classic_methods_per_phase() -> None:
         assert m["jain_min"] <= min(m["jain2"], m["jain3"], m["jain4"])
         assert 10 < m["thr_mbps"] <= 40.5 and m["rtt_ms"] >= 120.0
         assert "ports" in out["series"] or out["series"]
-        records.append({"label": "scaled", "method": method, "metrics": m, "seed": 1})
+        # The papers' figures: per-flow windows (learnt runs only), rates, queue, Jain's index.
+        tr = out["traces"]
+        assert len(tr["t_s"]) == len(tr["queue_pk"]) and set(tr["thr_mbps"]) == {"0", "1", "2", "3"}
+        assert ("cwnd_pk" in tr) == (method == "qtcp-aimd")
+        if method == "qtcp-aimd":
+            w = np.array([np.nan if x is None else x for x in tr["cwnd_pk"]["3"]])
+            t = np.array(tr["t_s"])
+            assert np.isnan(w[t < 30]).all() and np.isfinite(w[t > 31]).all()  # joins at 30 s
+            assert np.nanmin(w) >= 1.0
+        assert 0.25 < np.nanmean([x for x in tr["jain"] if x is not None]) <= 1.0
+        json.dumps(tr, allow_nan=False)  # a cache record is strict JSON
+        records.append({"label": "scaled", "method": method, "metrics": m, "seed": 1, "traces": tr})
     rows = build_rows(records, spec=table_spec("qtcp"), published={})
     text = markdown_table(rows, spec=table_spec("qtcp"))
     assert "Jain 4" in text and "qtcp-aimd" in text
+    html = qtcp_report_section(records)
+    assert html.count("<img") == 2 and "scaled · qtcp-aimd · seed 1" in html
     data, _ = load_scenario("qtcp-fixed")
     assert run_key(data, "qtcp", 1, "qtcp") != run_key(data, "newreno", 1, "qtcp")

@@ -136,6 +136,10 @@ pub struct TopologyConfig {
     pub nodes: Option<Vec<NodeConfig>>,
     /// custom: the links (full duplex).
     pub links: Option<Vec<LinkConfig>>,
+    /// dumbbell: the delay of each host's access link (both directions), in
+    /// host order; hosts past the end of the list keep `link_delay`. Flows of
+    /// different RTTs on one bottleneck (RTT fairness).
+    pub host_delays: Option<Vec<Duration>>,
 }
 
 /// A node of a custom topology.

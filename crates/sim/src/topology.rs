@@ -134,7 +134,7 @@ fn positive(v: u32, field: &str) -> CfgResult<u32> {
 /// Rejects fields that do not belong to the chosen kind, so a typo such as
 /// `k` on a star does not silently do nothing.
 fn only_fields(cfg: &TopologyConfig, allowed: &[&str]) -> CfgResult<()> {
-    let present: [(&str, bool); 17] = [
+    let present: [(&str, bool); 18] = [
         ("hosts", cfg.hosts.is_some()),
         ("link_rate", cfg.link_rate.is_some()),
         ("link_delay", cfg.link_delay.is_some()),
@@ -152,6 +152,7 @@ fn only_fields(cfg: &TopologyConfig, allowed: &[&str]) -> CfgResult<()> {
         ("k", cfg.k.is_some()),
         ("nodes", cfg.nodes.is_some()),
         ("links", cfg.links.is_some()),
+        ("host_delays", cfg.host_delays.is_some()),
     ];
     for (name, set) in present {
         if set && !allowed.contains(&name) && name != "link_rate" && name != "link_delay" {
@@ -166,6 +167,20 @@ fn only_fields(cfg: &TopologyConfig, allowed: &[&str]) -> CfgResult<()> {
 }
 
 const MAX_NODES: u32 = 200_000;
+
+/// A dumbbell's per-host access delays (`topology.host_delays`), checked
+/// against its `hosts`; empty when not given.
+fn host_delays(cfg: &TopologyConfig, hosts: u32) -> CfgResult<Vec<crate::units::Time>> {
+    let Some(list) = cfg.host_delays.as_ref() else { return Ok(Vec::new()) };
+    if list.len() > hosts as usize {
+        return Err(ConfigError::new(
+            "topology.host_delays",
+            list.len(),
+            format!("lists more delays than the dumbbell has hosts ({hosts})"),
+        ));
+    }
+    Ok(list.iter().map(|d| d.0).collect())
+}
 
 impl Topology {
     /// Builds the topology a scenario describes.
@@ -194,21 +209,25 @@ impl Topology {
                 }
             }
             "dumbbell" => {
-                only_fields(cfg, &["left", "right", "bottleneck_rate", "bottleneck_delay"])?;
+                only_fields(cfg, &["left", "right", "bottleneck_rate", "bottleneck_delay", "host_delays"])?;
                 let l = positive(need(cfg.left, "left", "dumbbell")?, "left")?;
                 let r = positive(need(cfg.right, "right", "dumbbell")?, "right")?;
                 if l + r > MAX_NODES {
                     return Err(ConfigError::new("topology.left", l, format!("at most {MAX_NODES} hosts")));
                 }
+                let own = host_delays(cfg, l + r)?;
+                let access = |i: u32| own.get(i as usize).copied().unwrap_or(delay);
                 let hl: Vec<u32> = (0..l).map(|i| b.host(format!("h{i}"))).collect();
                 let hr: Vec<u32> = (0..r).map(|i| b.host(format!("h{}", l + i))).collect();
                 let s0 = b.switch("left".into());
                 let s1 = b.switch("right".into());
-                for h in hl {
-                    b.link(h, s0, rate, delay, delay);
+                for (i, h) in hl.into_iter().enumerate() {
+                    let d = access(i as u32);
+                    b.link(h, s0, rate, d, d);
                 }
-                for h in hr {
-                    b.link(h, s1, rate, delay, delay);
+                for (i, h) in hr.into_iter().enumerate() {
+                    let d = access(l + i as u32);
+                    b.link(h, s1, rate, d, d);
                 }
                 let br = cfg.bottleneck_rate.map(|r| r.0).unwrap_or(rate);
                 let bd = cfg.bottleneck_delay.map(|d| d.0).unwrap_or(delay);
@@ -545,6 +564,25 @@ mod tests {
         assert_eq!(t.next_hops(s, 15).len(), 2);
         assert_eq!(t.next_hops(s, 1).len(), 1);
         assert_eq!(t.path(0, 15, 7).len(), 6);
+    }
+
+    #[test]
+    fn dumbbell_host_delays_set_each_access_link_and_default_to_link_delay() {
+        use crate::units::Duration;
+        let base =
+            TopologyConfig { left: Some(2), right: Some(2), link_delay: Some(Duration(5 * US)), ..cfg("dumbbell") };
+        let own = TopologyConfig { host_delays: Some(vec![Duration(US), Duration(40 * US)]), ..base.clone() };
+        let t = Topology::build(&own).unwrap();
+        let delay = |h: u32| t.ports[t.host_port(h) as usize].delay;
+        let back = |h: u32| t.ports[t.ports[t.host_port(h) as usize].peer as usize].delay;
+        assert_eq!((delay(0), back(0), delay(1), back(1)), (US, US, 40 * US, 40 * US));
+        assert_eq!((delay(2), delay(3)), (5 * US, 5 * US), "past the list: link_delay");
+        let plain = Topology::build(&base).unwrap();
+        assert!((0..4).all(|h| plain.ports[plain.host_port(h) as usize].delay == 5 * US));
+        let long = TopologyConfig { host_delays: Some(vec![Duration(US); 5]), ..base.clone() };
+        assert_eq!(Topology::build(&long).unwrap_err().field, "topology.host_delays");
+        let star = TopologyConfig { hosts: Some(3), host_delays: Some(vec![]), ..cfg("star") };
+        assert_eq!(Topology::build(&star).unwrap_err().field, "topology.host_delays");
     }
 
     #[test]

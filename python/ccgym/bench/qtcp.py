@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +25,10 @@ from ccgym.bench.pareto import HIGHER, LOWER, Band
 if TYPE_CHECKING:
     from ccgym.result import Result
 
-SCORES_VERSION = 1
+SCORES_VERSION = 2
 """Bumped when the scores change (part of the bench cache key)."""
 
-QTCP_METHODS = ("qtcp", "qtcp-aimd")
+QTCP_METHODS = ("qtcp", "qtcp-aimd", "qtcp-mimd")
 """Bench methods that run the learnt variants (:data:`ccgym.qtcp.VARIANTS`)."""
 
 SKIP_S = 100.0
@@ -85,6 +85,157 @@ def scores(result: Result) -> dict[str, float | None]:
     return out
 
 
+TRACE_POINTS = 1000
+"""Most time bins of a run's traces (the figures): bins of ``max(1 s, duration / 1000)``."""
+
+JAIN_WINDOW_S = 10.0
+"""Window of Jain's index over time (:func:`ccgym.qtcp.phases.jain_over_time`)."""
+
+
+def _binned(t: np.ndarray, v: np.ndarray, edges: np.ndarray) -> list[float | None]:
+    """Mean of ``v`` per bin of ``edges`` (by sample time ``t``); None for an empty bin."""
+    k = np.searchsorted(edges, t, side="right") - 1
+    ok = (k >= 0) & (k < len(edges) - 1) & np.isfinite(v)
+    total = np.bincount(k[ok], weights=v[ok], minlength=len(edges) - 1)
+    count = np.bincount(k[ok], minlength=len(edges) - 1)
+    return [float(x / c) if c else None for x, c in zip(total, count, strict=True)]
+
+
+def traces(result: Result, log: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+    """The time series of the QTCP papers' figures for one run, binned (:data:`TRACE_POINTS`)
+    so that they fit a cache record: per flow the window (``cwnd_pk``, packets, from the
+    decision log of a learnt run; absent for classic CCs, whose window the core does not
+    sample) and the delivery rate (``thr_mbps``), the bottleneck queue (``queue_pk``, packets)
+    and Jain's index over the active flows in windows of :data:`JAIN_WINDOW_S` (``jain_t_s``,
+    ``jain``). Bins where a flow is not active hold None."""
+    from ccgym.qtcp.phases import _bottleneck, _seconds, jain_over_time
+
+    data = result.scenario
+    duration = _seconds(data["duration"])
+    width = max(1.0, duration / TRACE_POINTS)
+    edges = np.arange(0.0, duration + width / 2, width)
+    packets = data.get("packets") or {}
+    pkt_bytes = float(packets.get("payload", 1024)) + float(packets.get("header", 64))
+    t, queue, _ = _bottleneck(result)
+    flows = result.series["flows"]
+    ft = flows["time_s"].to_numpy(float)
+    fid = flows["flow_id"].to_numpy(int)
+    fr = flows["rate_gbps"].to_numpy(float) * 1e3
+    ids = sorted(set(fid.tolist()))
+    out: dict[str, Any] = {
+        "t_s": [float(x) for x in (edges[:-1] + edges[1:]) / 2],
+        "queue_pk": _binned(t, queue / pkt_bytes, edges),
+        "thr_mbps": {str(f): _binned(ft[fid == f], fr[fid == f], edges) for f in ids},
+    }
+    if log is not None and len(log["time_s"]):
+        lt, lf = np.asarray(log["time_s"]), np.asarray(log["flow"])
+        cw = np.asarray(log["cwnd_bytes"]) / float(packets.get("payload", 1024))
+        out["cwnd_pk"] = {
+            str(f): _binned(lt[lf == f], cw[lf == f], edges) for f in sorted(set(lf.tolist()))
+        }
+    jt, jv = jain_over_time(result, window_s=JAIN_WINDOW_S)
+    out["jain_t_s"] = [float(x) for x in jt]
+    out["jain"] = [float(x) if np.isfinite(x) else None for x in jv]
+    return out
+
+
+def trace_figure(rec: Mapping[str, Any], title: str = "") -> Any:
+    """The QTCP-AIMD paper's figures for one run record (its ``traces``): each flow's window,
+    each flow's throughput, the bottleneck queue and Jain's index over time, stacked on one
+    time axis (a :class:`matplotlib.figure.Figure`, drawn without ``pyplot``)."""
+    from matplotlib.figure import Figure
+
+    tr = rec["traces"]
+    t = np.asarray(tr["t_s"], dtype=float)
+
+    def arr(v: Sequence[float | None]) -> np.ndarray:
+        return np.array([np.nan if x is None else x for x in v], dtype=float)
+
+    fig = Figure(figsize=(8.0, 8.0), layout="constrained")
+    ax_w, ax_r, ax_q, ax_j = fig.subplots(4, 1, sharex=True)
+    for ax in (ax_w, ax_r, ax_q, ax_j):
+        ax.grid(True, color="0.85", linewidth=0.6)
+    cwnd = tr.get("cwnd_pk")
+    if cwnd:
+        every = np.concatenate([arr(v) for v in cwnd.values()])
+        for f, v in cwnd.items():
+            ax_w.plot(t, arr(v), linewidth=0.9, label=f"flow {f}")
+        ax_w.legend(loc="upper right", fontsize="x-small", ncols=4)
+        title = "window of each flow"
+        if np.isfinite(every).any():
+            # A slow start's overshoot and the windows NewReno's recovery inflates after it
+            # reach thousands of packets for a few seconds; scaled to them, the learnt windows
+            # would be a flat line at the bottom.
+            top = 1.25 * float(np.nanpercentile(every, 98))
+            ax_w.set_ylim(0, max(top, 1.0))
+            if np.nanmax(every) > top:
+                title += f" (axis cut at {top:.0f}: recovery after slow start goes beyond)"
+        ax_w.set_title(title, fontsize="medium", loc="left")
+    else:
+        ax_w.text(
+            0.5, 0.5, "window not sampled for classic CCs (rates below)",
+            transform=ax_w.transAxes, ha="center", va="center", color="0.4",
+        )  # fmt: skip
+    ax_w.set_ylabel("cwnd (packets)")
+    for f, v in tr["thr_mbps"].items():
+        ax_r.plot(t, arr(v), linewidth=0.9, label=f"flow {f}")
+    ax_r.set_ylim(bottom=0)
+    ax_r.set_ylabel("throughput (Mb/s)")
+    ax_r.set_title("delivery rate of each flow", fontsize="medium", loc="left")
+    ax_q.plot(t, arr(tr["queue_pk"]), color="tab:blue", linewidth=0.9)
+    ax_q.set_ylim(bottom=0)
+    ax_q.set_ylabel("queue (packets)")
+    ax_q.set_title("bottleneck queue", fontsize="medium", loc="left")
+    jt = np.asarray(tr["jain_t_s"], dtype=float)
+    ax_j.plot(jt, arr(tr["jain"]), color="black", linewidth=0.9, marker=".", markersize=2)
+    ax_j.set_ylim(0, 1.05)
+    ax_j.set_ylabel("Jain's index")
+    ax_j.set_title(
+        f"Jain's index over the active flows ({JAIN_WINDOW_S:g} s windows)",
+        fontsize="medium",
+        loc="left",
+    )
+    ax_j.set_xlabel("time (s)")
+    if len(t):
+        ax_j.set_xlim(0, t[-1] + (t[1] - t[0] if len(t) > 1 else 1.0) / 2)
+    if title:
+        fig.suptitle(title, fontsize="large")
+    return fig
+
+
+def report_section(records: Sequence[Mapping[str, Any]]) -> str:
+    """The HTML report's section of the papers' figures: per scenario and method, the first
+    seed's window, throughput, queue and Jain's index over time."""
+    import html
+
+    from ccgym.bench.plots import figure_png, png_data_uri
+
+    first: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for rec in records:
+        if rec.get("traces"):
+            key = (rec["label"], rec["method"])
+            if key not in first or rec["seed"] < first[key]["seed"]:
+                first[key] = rec
+    if not first:
+        return ""
+    parts = [
+        "<h2>Windows, throughput, queue and fairness over time</h2>",
+        '<p class="note">The QTCP-AIMD paper\'s figures, per scenario and method, first seed: '
+        "each flow's window (learnt methods: from their decision log), each flow's delivery "
+        f"rate and the bottleneck queue (means over {TRACE_POINTS}-point bins), and Jain's "
+        f"index over the active flows in {JAIN_WINDOW_S:g} s windows (windows that straddle a "
+        "sender joining or leaving are left out).</p>",
+    ]
+    for (label, method), rec in first.items():
+        name = f"{label} · {method} · seed {rec['seed']}"
+        png = figure_png(trace_figure(rec, name))
+        parts.append(
+            f'<figure><img src="{png_data_uri(png)}" alt="{html.escape(name)}">'
+            f"<figcaption>{html.escape(name)}</figcaption></figure>"
+        )
+    return "\n".join(parts)
+
+
 def run_qtcp_job(scenario: str, overrides: Sequence[str], method: str) -> dict[str, Any]:
     """One run of the ``qtcp`` table (in a worker process): metrics, summary and the series of
     the report's run figures."""
@@ -96,13 +247,16 @@ def run_qtcp_job(scenario: str, overrides: Sequence[str], method: str) -> dict[s
     t0 = time.perf_counter()
     data, _ = load_scenario(scenario, list(overrides))
     force_flow_series(data)
+    log = None
     if method in QTCP_METHODS:
-        result = run_qtcp(data, method).result
+        run = run_qtcp(data, method)
+        result, log = run.result, run.log
     else:
         result = ccgym.run(data, cc=method)
     return {
         "metrics": scores(result),
         "summary": result.summary,
+        "traces": traces(result, log),
         "wall_s": time.perf_counter() - t0,
         "series": compact_series(result),
     }

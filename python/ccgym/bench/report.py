@@ -350,6 +350,10 @@ def write_report(
         from ccgym.bench.mvfst import report_section as mvfst_section
 
         parts.append(mvfst_section(records, colors, suite["name"]))
+    if spec.name in ("qtcp", "friendliness"):  # the QTCP-AIMD paper's figures
+        from ccgym.bench.qtcp import report_section as qtcp_section
+
+        parts.append(qtcp_section(records))
     if scale_html:
         parts += ["<h2>Metrics against scale</h2>", *scale_html]
     if size_html:

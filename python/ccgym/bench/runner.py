@@ -398,6 +398,13 @@ def run_key(
         ident["scores"] += f"/{LINKS_SCORES_VERSION}"
         if scores == "mvfst-history":
             ident["learner"] = _learner_hash()
+    if scores == "friendliness":  # its version, and the learner's code for the QTCP methods
+        from ccgym.bench.friendliness import SCORES_VERSION as FRIENDLY_SCORES_VERSION
+        from ccgym.bench.qtcp import QTCP_METHODS, learner_code_hash
+
+        ident["scores"] += f"/{FRIENDLY_SCORES_VERSION}"
+        if method in QTCP_METHODS:
+            ident["learner"] = learner_code_hash()
     blob = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
@@ -446,6 +453,10 @@ def run_job(
         from ccgym.bench.mvfst_links import run_history_job
 
         return run_history_job(scenario, overrides, method)
+    if scores == "friendliness":  # one flow against others, or one kind on different RTTs
+        from ccgym.bench.friendliness import run_friendliness_job
+
+        return run_friendliness_job(scenario, overrides, method)
     import ccgym
     from ccgym import policies
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ccgym._errors import ScenarioError
 from ccgym.bench import acc, mvfst
+from ccgym.bench.friendliness import FRIENDLINESS_METRICS
 from ccgym.bench.mvfst_links import HISTORY_COLUMNS, HISTORY_METRICS, LINKS_COLUMNS, LINKS_METRICS
 from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
 from ccgym.bench.qtcp import QTCP_METRICS
@@ -239,6 +240,26 @@ MVFST_BLOCKING = TableSpec(
 non-blocking reference, beside MVFST-RL's published loss."""
 
 TABLES[MVFST_BLOCKING.name] = MVFST_BLOCKING
+
+FRIENDLINESS_TABLE = TableSpec(
+    name="friendliness",
+    columns=(
+        ("share", "flow 0 share", ".3f"),
+        ("share_ratio", "share / fair", ".2f"),
+        ("jain", "Jain", ".3f"),
+        ("thr_mbps", "throughput Mb/s", ".1f"),
+        ("queue_kb", "queue KB", ".1f"),
+    ),
+    metrics=FRIENDLINESS_METRICS,
+    published_fields=(),
+    published_title="paper",
+    published_source="none embedded: the QTCP papers publish no friendliness numbers",
+)
+"""Flow 0 (the method) against flows of another CC, or flows of one kind on different RTTs
+(:mod:`ccgym.bench.friendliness`): flow 0's share and its ratio to the fair share, Jain's index,
+throughput, mean queue."""
+
+TABLES[FRIENDLINESS_TABLE.name] = FRIENDLINESS_TABLE
 
 
 ACC_ORACLE = TableSpec(

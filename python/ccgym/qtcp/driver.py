@@ -34,6 +34,7 @@ __all__ = [
     "QTCP",
     "QTCP_AIMD",
     "QTCP_FEATURES",
+    "QTCP_MIMD",
     "VARIANTS",
     "QtcpConfig",
     "QtcpRun",
@@ -64,7 +65,7 @@ class QtcpConfig:
     """One QTCP variant: actions, decision interval, utility, reward and learner.
 
     Defaults are QTCP's (learning_cc.md 3.1-3.4, with 3.7's facts); :data:`QTCP_AIMD` changes
-    the actions, ``delta`` and the learning rate.
+    the actions, ``delta``, the learning rate and the schedules (constant, as 3.7 gives them).
     """
 
     name: str = "qtcp"
@@ -116,12 +117,18 @@ QTCP_AIMD = QtcpConfig(
     name="qtcp-aimd",
     per_ack=("reno", 0.0, -5.0),
     delta=10.0,
-    learner=KanervaConfig(lr=0.1),
+    learner=KanervaConfig(lr=0.1, lr_decay=1.0, exploration_decay=1.0),
 )
 """QTCP-AIMD: +MSS/cwnd segments (Reno) / hold / -5 bytes per ACK, delta 10, learning rate 0.1
-(learning_cc.md 3.7)."""
+and exploration 0.1, both constant (learning_cc.md 3.7 gives the two as constants; QTCP's decays
+would freeze a learner within a few hundred seconds, before the next sender joins)."""
 
-VARIANTS: dict[str, QtcpConfig] = {"qtcp": QTCP, "qtcp-aimd": QTCP_AIMD}
+QTCP_MIMD = replace(QTCP_AIMD, name="qtcp-mimd", per_ack=QTCP.per_ack)
+"""QTCP as the QTCP-AIMD paper runs it: QTCP's moves (+10 / 0 / -1 bytes per ACK, MIMD in
+effect) with everything else of :data:`QTCP_AIMD` (delta 10, learning rate and exploration 0.1,
+learning_cc.md 3.7). The ablation behind the paper's claim: only the moves differ."""
+
+VARIANTS: dict[str, QtcpConfig] = {"qtcp": QTCP, "qtcp-aimd": QTCP_AIMD, "qtcp-mimd": QTCP_MIMD}
 """The variants by name."""
 
 

@@ -7,10 +7,10 @@ learns (shared/specs/learning_cc.md section 3.4). Pure numpy; no PyTorch.
 
 Coding. A state ``s`` (QTCP: EWMA inter-send time and EWMA inter-ACK time over the min RTT, EWMA
 RTT over the min RTT) is first scaled into the unit cube (:func:`scale_state`: the two intervals
-on a log scale, the RTT ratio linearly, both clipped). Prototype ``p`` has a centre ``c_p`` and a
-radius ``r_p``; it is *active* for ``x`` when every coordinate is within ``r_p`` of the centre
-(Chebyshev distance). If none is active (a pruned region), the one nearest relative to its
-radius stands in, so that every state has a value.
+on a log scale, the RTT ratio's queueing part, ratio - 1, on a log scale too, all clipped).
+Prototype ``p`` has a centre ``c_p`` and a radius ``r_p``; it is *active* for ``x`` when every
+coordinate is within ``r_p`` of the centre (Chebyshev distance). If none is active (a pruned
+region), the one nearest relative to its radius stands in, so that every state has a value.
 
 Value. ``Q(s, a) = sum_{p active} theta[p, a] / |active(s)|``. TD update (Q-learning):
 ``delta = r + gamma max_a' Q(s', a') - Q(s, a)``, then ``theta[p, a] += alpha delta`` for each
@@ -97,9 +97,12 @@ class KanervaConfig:
 
 
 # State scaling: (log10 low, log10 high) of the two intervals over the min RTT (1e-5: 100,000
-# packets per min RTT; 1: one packet per min RTT) and the linear range of the RTT ratio.
+# packets per min RTT; 1: one packet per min RTT) and of the queueing delay over the min RTT
+# (RTT ratio - 1; 1e-3: a tenth of a packet time on a 400-packet path, 1: the RTT doubled). A
+# linear ratio over [1, 2] put a whole 100-packet buffer at 120 ms (ratio 1 to 1.25) inside one
+# initial prototype, so the learner could not tell an empty queue from a full one (docs/qtcp.md).
 GAP_LOG10_RANGE = (-5.0, 0.0)
-RTT_RATIO_RANGE = (1.0, 2.0)
+QUEUE_LOG10_RANGE = (-3.0, 0.0)
 
 # The per-prototype arrays (one row each), in save order.
 _PER_PROTOTYPE = ("centres", "radii", "theta", "n_updates", "n_positive", "visits", "born", "ids")
@@ -108,15 +111,17 @@ _PER_PROTOTYPE = ("centres", "radii", "theta", "n_updates", "n_positive", "visit
 def scale_state(obs: np.ndarray) -> np.ndarray:
     """QTCP's raw state rows ``(send gap / min RTT, ACK gap / min RTT, RTT / min RTT)`` (K x 3
     or 3) in the unit cube: the intervals on a log10 scale over :data:`GAP_LOG10_RANGE` (an
-    interval of 0, before two packets were seen, maps to the low end), the ratio linearly over
-    :data:`RTT_RATIO_RANGE`; everything clipped to [0, 1]."""
+    interval of 0, before two packets were seen, maps to the low end), the RTT ratio's queueing
+    part ``ratio - 1`` on a log10 scale over :data:`QUEUE_LOG10_RANGE` (no queueing maps to the
+    low end); everything clipped to [0, 1]."""
     obs = np.asarray(obs, dtype=np.float64)
     x = np.empty_like(obs)
     lo, hi = GAP_LOG10_RANGE
     gaps = np.log10(np.maximum(obs[..., :2], 10.0**lo))
     x[..., :2] = (gaps - lo) / (hi - lo)
-    lo, hi = RTT_RATIO_RANGE
-    x[..., 2] = (obs[..., 2] - lo) / (hi - lo)
+    lo, hi = QUEUE_LOG10_RANGE
+    queueing = np.log10(np.maximum(obs[..., 2] - 1.0, 10.0**lo))
+    x[..., 2] = (queueing - lo) / (hi - lo)
     return np.clip(x, 0.0, 1.0)
 
 

@@ -652,6 +652,13 @@ impl AgentCc {
                 let inc = self.rule_increment(ctx, rule);
                 let tcp = self.tcp.as_mut().expect("checked above");
                 tcp.cwnd += inc;
+                if tcp.cwnd < tcp.ssthresh {
+                    // The policy's decrease is its window, not a loss: with ssthresh
+                    // left above it, the next ACK would count as slow start and undo
+                    // the decrease at once (a window pinned at the ssthresh of the
+                    // last recovery, whatever the policy chose).
+                    tcp.ssthresh = tcp.cwnd;
+                }
             }
         }
         self.newreno_apply(ctx, ack.dup_acks);

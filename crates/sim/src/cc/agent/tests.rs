@@ -460,6 +460,14 @@ fn newreno_underneath_a_per_ack_rule_slow_starts_after_a_timeout() {
     ctx.flow.snd_una = seq;
     a.on_ack(&mut ctx, &AckEvent { ack_seq: seq, newly_acked: 1024, rtt: 10 * NS, ..Default::default() });
     assert_eq!(ctx.flow.window, 10 * 1024 - 1);
+    // Below ssthresh by the policy's own decrease, not by a loss: no slow start, the rule
+    // goes on (slow start would add a segment and pin the window at ssthresh).
+    for k in 2..=5u64 {
+        seq += 1024;
+        ctx.flow.snd_una = seq;
+        a.on_ack(&mut ctx, &AckEvent { ack_seq: seq, newly_acked: 1024, rtt: 10 * NS, ..Default::default() });
+        assert_eq!(ctx.flow.window, 10 * 1024 - k);
+    }
 }
 
 #[test]
