@@ -40,13 +40,14 @@ agent's previous action, and its observation is both that transition's s' and th
 s. With ``policy_delay`` at or above ``queue_interval`` an agent skips requests while its action
 is pending, so a transition then spans more than one interval.
 
-Not here yet (issue 18, later work): the ``ccgym train ddqn`` plug-in over a mixture of
-workloads and loads, the online phase (epsilon <= 0.01, lower learning rate: the knobs exist,
-the evaluation-time loop does not), checkpoints and export, native (Rust) inference of the
-Q-network, the bundled ``acc-default`` policy, the ``acc`` suite, the spec's alternative rewards
-(quadratic queue penalties), ports of several rates in one learner (profiles are scaled to one
-rate), and host agents for the 7.4 DQN baseline (the learner is generic over
-``(obs_dim, n_actions)``; only the queue-agent driver is written).
+Around it (issue 18): ``ccgym train ddqn`` (section 6, the loop in :mod:`ccgym.acc.training`:
+a seeded mixture of ACC workloads and loads, checkpoints, resume, export), the online phase
+(:func:`ccgym.acc.training.policy_learner` with ``online``: epsilon <= 0.01, a lower learning
+rate), the ACC driver (:mod:`ccgym.acc.driver`: an agent on every switch port, the grid scaled to
+each port's rate by ``agent.ecn_reference_rate``), the bundled ``acc-default`` policy and the
+``acc`` suite. Not here: native (Rust) inference of the Q-network (another part of issue 18) and
+host agents for the 7.4 DQN baseline (the learner is generic over ``(obs_dim, n_actions)``; only
+the queue-agent driver is written).
 """
 
 from __future__ import annotations

@@ -44,8 +44,9 @@ ACC_POLICY = "acc-default"
 ORACLE_METHOD = "static oracle"
 """The name of the oracle method."""
 
-ONLINE_CONFIG: dict[str, Any] = {"online": {"epsilon": 0.01, "lr": 1e-4, "learning_starts": 2000}}
-"""The online phase of ``ACC online``: as ``[online]`` of configs/acc-default.toml."""
+ONLINE_CONFIG = "acc-default"
+"""The training config whose ``[ddqn]`` and ``[online]`` tables the ``ACC online`` runs use
+(configs/acc-default.toml: epsilon 0.01, Adam at 1e-4, one step per 8 transitions)."""
 
 ORACLE_TEMPLATES: dict[tuple[str, float | None], str] = {
     ("acc-websearch", 0.3): "20K-160K-5%",
@@ -82,6 +83,8 @@ def learner_code_hash() -> str:
     for path in sorted(Path(ccgym.acc.__file__).parent.glob("*.py")):
         h.update(path.read_bytes())
     h.update(Path(ddqn.__file__).read_bytes())
+    h.update(Path(__file__).read_bytes())
+    h.update((Path(ddqn.__file__).parents[1] / "configs" / f"{ONLINE_CONFIG}.toml").read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -149,6 +152,7 @@ def run_acc_job(
             "series": compact_series(result),
         }
     from ccgym.acc.training import run_policy
+    from ccgym.train.config import read_config
 
     flow_policy = None
     if adpg:
@@ -160,7 +164,7 @@ def run_acc_job(
         ACC_POLICY,
         data,
         online=online,
-        config=ONLINE_CONFIG if online else None,
+        config=read_config(ONLINE_CONFIG) if online else None,
         flow_policy=flow_policy,
     )
     from ccgym.result import Result
