@@ -418,8 +418,12 @@ def run_job(
 
         return run_hopass_job(scenario, overrides, method, scores)
     if scores == "acc":  # ACC's learned switch agents, the presets and the static oracle
-        from ccgym.bench.acc_suite import run_acc_job
+        from ccgym.bench.acc_suite import is_acc, run_acc_job
 
+        if is_acc(method):  # one torch thread per worker: several threads per tiny MLP only spin
+            import torch
+
+            torch.set_num_threads(1)
         return run_acc_job(scenario, overrides, method, preset)
     if scores == "qtcp":  # QTCP / QTCP-AIMD learning online, or classic CCs, scored per phase
         from ccgym.bench.qtcp import run_qtcp_job

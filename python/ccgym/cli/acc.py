@@ -42,11 +42,13 @@ def cmd_acc_eval(args: argparse.Namespace) -> int:
     """``ccgym acc-eval SCENARIO...``: one ACC run per scenario, its table metrics printed."""
     from pathlib import Path
 
+    import torch
     from rich.table import Table
 
     from ccgym.acc.training import run_policy
     from ccgym.train.config import read_config
 
+    torch.set_num_threads(1)  # a tiny MLP: more threads only spin
     overrides = list(args.set or [])
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
