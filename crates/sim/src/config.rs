@@ -670,6 +670,21 @@ pub struct AgentConfig {
     pub policy_delay_samples: Vec<Duration>,
     /// `delay_mode = "measured"`: factor on the measured wall-clock time.
     pub measured_scale: f64,
+    /// Switch-queue agents: the reward, `"linear"` (`tx_rate - reward_beta x
+    /// queue`) or `"quadratic"` (`tx_rate - queue_peak_weight x (peak /
+    /// q_ref)^2 - queue_mean_weight x (mean / q_ref)^2`, over the interval).
+    pub queue_reward: String,
+    /// `quadratic` queue reward: the reference queue as a queueing delay; a
+    /// port of rate C uses `q_ref = C x queue_ref` bytes.
+    pub queue_ref: Duration,
+    /// `quadratic` queue reward: weight of the interval's peak queue.
+    pub queue_peak_weight: f64,
+    /// `quadratic` queue reward: weight of the interval's time-weighted mean queue.
+    pub queue_mean_weight: f64,
+    /// Switch-queue agents: link rate at which `ecn_profiles` hold as written;
+    /// with it, each agent's port uses them scaled by its rate over this one
+    /// (as `switch.ecn.reference_rate`). None: absolute bytes at every port.
+    pub ecn_reference_rate: Option<Rate>,
 }
 
 /// An ECN marking profile a switch-queue agent can select (`agent.ecn_profiles`).
@@ -745,6 +760,11 @@ impl Default for AgentConfig {
             policy_delay_min: Duration(0),
             policy_delay_samples: vec![],
             measured_scale: 1.0,
+            queue_reward: "linear".into(),
+            queue_ref: Duration(10 * US),
+            queue_peak_weight: 0.5,
+            queue_mean_weight: 0.5,
+            ecn_reference_rate: None,
         }
     }
 }

@@ -307,6 +307,13 @@ impl serde::Serialize for Bytes {
     }
 }
 
+// Bits per second, a number a scenario accepts as a rate.
+impl serde::Serialize for Rate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

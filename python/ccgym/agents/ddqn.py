@@ -40,20 +40,21 @@ agent's previous action, and its observation is both that transition's s' and th
 s. With ``policy_delay`` at or above ``queue_interval`` an agent skips requests while its action
 is pending, so a transition then spans more than one interval.
 
-Not here yet (issue 18, later work): the ``ccgym train ddqn`` plug-in over a mixture of
-workloads and loads, the online phase (epsilon <= 0.01, lower learning rate: the knobs exist,
-the evaluation-time loop does not), checkpoints and export, native (Rust) inference of the
-Q-network, the bundled ``acc-default`` policy, the ``acc`` suite, the spec's alternative rewards
-(quadratic queue penalties), ports of several rates in one learner (profiles are scaled to one
-rate), and host agents for the 7.4 DQN baseline (the learner is generic over
-``(obs_dim, n_actions)``; only the queue-agent driver is written).
+Around it (issue 18): ``ccgym train ddqn`` (section 6, the loop in :mod:`ccgym.acc.training`:
+a seeded mixture of ACC workloads and loads, checkpoints, resume, export), the online phase
+(:func:`ccgym.acc.training.policy_learner` with ``online``: epsilon <= 0.01, a lower learning
+rate), the ACC driver (:mod:`ccgym.acc.driver`: an agent on every switch port, the grid scaled to
+each port's rate by ``agent.ecn_reference_rate``), the bundled ``acc-default`` policy and the
+``acc`` suite. Not here: native (Rust) inference of the Q-network (another part of issue 18) and
+host agents for the 7.4 DQN baseline (the learner is generic over ``(obs_dim, n_actions)``; only
+the queue-agent driver is written).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -339,6 +340,14 @@ class EpisodeStats:
     transitions: int = 0
     reward_sum: float = 0.0
     actions: list[int] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+    """The run's summary (with ``finish``)."""
+    series: dict[str, Any] | None = None
+    """The run's tables (with ``finish``)."""
+    action_times: list[float] = field(default_factory=list)
+    """Simulated time (s) of each decision in ``actions`` (with ``finish``)."""
+    action_agents: list[int] = field(default_factory=list)
+    """Queue agent of each decision in ``actions`` (with ``finish``)."""
 
     @property
     def mean_reward(self) -> float:
@@ -351,10 +360,15 @@ def run_queue_episode(
     learner: DDQN,
     train: bool = True,
     base_dir: str | Path = ".",
+    *,
+    flow_policy: Callable[[np.ndarray], np.ndarray] | None = None,
+    finish: bool = False,
 ) -> EpisodeStats:
     """Runs ``scenario`` (with ``agent.queues`` and ``agent.ecn_profiles``) to its end, every
     queue agent acting through ``learner``: epsilon-greedy and learning when ``train``, greedy
-    and frozen otherwise. Flow agents, if any, are refused."""
+    and frozen otherwise. Flow agents are refused unless ``flow_policy`` (observations ->
+    actions) answers them (learned hosts under learned switches). With ``finish`` the stats
+    carry the run's summary and tables and the time and agent of every decision."""
     from ccgym import _sim
     from ccgym.runner import scenario_json
 
@@ -371,8 +385,17 @@ def run_queue_episode(
     over = False
     while not over:
         over, batch = sim.agent_step()
+        flow_actions = np.zeros(0, np.float32)
         if len(batch["flow"]):
-            raise ValueError("run_queue_episode drives queue agents only; the scenario has flows")
+            if flow_policy is None:
+                raise ValueError(
+                    "run_queue_episode drives queue agents only; the scenario has flow agents"
+                )
+            ended_flows = np.asarray(batch["done"], bool) | np.asarray(batch["truncated"], bool)
+            flow_actions = np.zeros(len(batch["flow"]), np.float32)
+            if (~ended_flows).any():
+                obs_flows = np.asarray(batch["obs"], np.float32)[~ended_flows]
+                flow_actions[~ended_flows] = np.asarray(flow_policy(obs_flows), np.float32)
         q = batch["queue"]
         agents = np.asarray(q["agent"], np.int64)
         obs = np.asarray(q["obs"], np.float32)
@@ -395,9 +418,55 @@ def run_queue_episode(
         last_act[agents] = np.where(ended, -1, actions)
         stats.decisions += int((~ended).sum())
         stats.actions += actions[~ended].tolist()
-        if len(agents):
-            sim.agent_act(actions.astype(np.float32))
+        if finish:
+            stats.action_times += np.asarray(q["time_s"], float)[~ended].tolist()
+            stats.action_agents += agents[~ended].tolist()
+        if len(agents) or len(flow_actions):
+            sim.agent_act(np.concatenate([flow_actions, actions.astype(np.float32)]))
+    if finish:
+        import json
+
+        summary, series = sim.finish()
+        stats.summary = json.loads(summary)
+        stats.series = dict(series)
     return stats
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Plug-ins of ``ccgym train`` and ``ccgym export`` (the ACC training loop: ccgym.acc.training)
+# --------------------------------------------------------------------------------------------
+
+
+def train_from_config(
+    config: Any,
+    out_dir: str | Path,
+    resume: bool = False,
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """``ccgym train ddqn --config FILE --out DIR``: ACC's queue agents trained offline over a
+    mixture of workloads and loads (:func:`ccgym.acc.training.train`)."""
+    from ccgym.acc.training import train
+
+    return train(config, out_dir, resume=resume, progress=progress)
+
+
+def export_checkpoint(path: str | Path, calibration_obs: Any = None) -> dict[str, Any]:
+    """``ccgym export``: a ddqn checkpoint as a ``ccgym-mlp`` policy (argmax over outputs)."""
+    from ccgym.acc.training import export_policy, obs_dim
+    from ccgym.train.loop import read_checkpoint
+
+    ckpt = read_checkpoint(path)
+    config = ckpt["config"]
+    learner = DDQN(obs_dim(config["agent"]), len(GRID), DDQNSettings.from_dict(config["ddqn"]))
+    learner.load_state_dict(ckpt["model"])
+    meta = {"episodes": ckpt["episodes"], "learner_steps": ckpt["update"]}
+    meta["decisions"] = ckpt["decisions"]
+    policy = export_policy(learner, config, meta)
+    if calibration_obs is not None:
+        from ccgym import policies
+
+        policy = policies.with_calibration(policy, calibration_obs)
+    return policy
 
 
 __all__ = [
@@ -408,5 +477,7 @@ __all__ = [
     "QNetwork",
     "ReplayBuffer",
     "ecn_profiles",
+    "export_checkpoint",
     "run_queue_episode",
+    "train_from_config",
 ]

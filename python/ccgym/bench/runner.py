@@ -385,6 +385,15 @@ def run_key(
         from ccgym.bench.mvfst import SCORES_VERSION as MVFST_SCORES_VERSION
 
         ident["scores"] += f"/{MVFST_SCORES_VERSION}"
+    if scores == "acc":  # the acc table: its version, the ACC policy and learner, the oracles
+        from ccgym.bench import acc_suite
+
+        ident["scores"] += f"/{acc_suite.SCORES_VERSION}"
+        names = list(preset or {}) or [method]
+        if any(acc_suite.is_acc(n) for n in names):
+            ident["learner"] = acc_suite.learner_code_hash()
+        if acc_suite.ORACLE_METHOD in names:
+            ident["oracle"] = sorted(acc_suite.ORACLE_TEMPLATES.items(), key=str)
     if scores == "qtcp":  # the qtcp table: its version, and the learner's code for its methods
         from ccgym.bench.qtcp import QTCP_METHODS, learner_code_hash
         from ccgym.bench.qtcp import SCORES_VERSION as QTCP_SCORES_VERSION
@@ -441,6 +450,14 @@ def run_job(
         from ccgym.bench.hopass_slow import run_hopass_job
 
         return run_hopass_job(scenario, overrides, method, scores)
+    if scores == "acc":  # ACC's learned switch agents, the presets and the static oracle
+        from ccgym.bench.acc_suite import is_acc, run_acc_job
+
+        if is_acc(method):  # one torch thread per worker: several threads per tiny MLP only spin
+            import torch
+
+            torch.set_num_threads(1)
+        return run_acc_job(scenario, overrides, method, preset)
     if scores == "qtcp":  # QTCP / QTCP-AIMD learning online, or classic CCs, scored per phase
         from ccgym.bench.qtcp import run_qtcp_job
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError
-from ccgym.bench import acc, mvfst
+from ccgym.bench import acc, acc_suite, mvfst
 from ccgym.bench.friendliness import FRIENDLINESS_METRICS
 from ccgym.bench.mvfst_links import HISTORY_COLUMNS, HISTORY_METRICS, LINKS_COLUMNS, LINKS_METRICS
 from ccgym.bench.pareto import HIGHER, LONG_SHORT_METRICS, LOWER, METRICS, Band, pareto_mask
@@ -308,6 +308,23 @@ MVFST_HISTORY = TableSpec(
 (:mod:`ccgym.bench.mvfst_links`): reward per step at the start and at the end."""
 
 TABLES[MVFST_HISTORY.name] = MVFST_HISTORY
+
+ACC_TABLE = TableSpec(
+    name="acc",
+    columns=(*acc.ACC_COLUMNS[:-1], ("mice_p99_late_us", "late p99 us", ".0f")),
+    metrics=acc.ACC_METRICS,
+    published_fields=(),
+    published_title="paper",
+    published_source="none embedded: the ACC paper's per-workload FCT tables were not retrieved",
+    extra=(*acc.ACC_EXTRA, "reward", "agent_reward", "template_mean", "decisions"),
+    derive=acc_suite.derive_rows,
+    notes=acc_suite.table_notes,
+)
+"""ACC's learned switch agents against the static presets and the static oracle
+(:mod:`ccgym.bench.acc_suite`): the acc-oracle table's metrics plus the mice p99 FCT of the
+window's second half; ACC against the best preset and the oracle under the table."""
+
+TABLES[ACC_TABLE.name] = ACC_TABLE
 
 COLUMNS = STANDARD.columns
 """(metric key, column title, format) of the standard table's metric columns."""

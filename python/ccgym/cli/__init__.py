@@ -27,7 +27,7 @@ from ccgym._errors import (
     PerfError,
     ScenarioError,
 )
-from ccgym.cli import bench, learning, perf, run
+from ccgym.cli import acc, bench, learning, perf, run
 from ccgym.cli.common import summary_table
 
 __all__ = ["EXIT_FAILURE", "EXIT_USER_ERROR", "build_parser", "main", "summary_table"]
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action=_VersionAction, help="show program's version number and exit"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (run, perf, learning, bench):
+    for group in (run, perf, learning, bench, acc):
         group.register(sub, debug)
     return parser
 

@@ -693,7 +693,7 @@ fn validate_phost(h: &crate::config::HostConfig) -> CfgResult<()> {
 /// Queues per switch port, control queue 0 included.
 /// An ECN threshold of `bytes` at `reference_bps`, scaled to a port of
 /// `rate_bps` (proportional to the rate, rounded to the nearest byte).
-fn scale_threshold(bytes: u64, rate_bps: u64, reference_bps: u64) -> u64 {
+pub(super) fn scale_threshold(bytes: u64, rate_bps: u64, reference_bps: u64) -> u64 {
     let scaled = (bytes as u128 * rate_bps as u128 + reference_bps as u128 / 2) / reference_bps.max(1) as u128;
     scaled.min(u64::MAX as u128) as u64
 }

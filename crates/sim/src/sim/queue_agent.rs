@@ -27,9 +27,14 @@
 //! | `drop_rate` | bytes the queue dropped (refused or evicted) over the interval / B |
 //! | `ecn_profile` | index of the profile in force / (profiles - 1) (0 with one profile) |
 //!
-//! Reward: `tx_rate - reward_beta x queue`, times `reward_scale`. A new
-//! feature is one more name in [`QUEUE_FEATURES`] and one more value in
-//! the row of `on_queue_tick`.
+//! Reward ([`QueueReward`], `agent.queue_reward`), times `reward_scale`:
+//! `linear` (the default) is `tx_rate - reward_beta x queue`; `quadratic` is
+//! `tx_rate - queue_peak_weight x (max_queue / q_ref)^2 - queue_mean_weight x
+//! (mean_queue / q_ref)^2` with `q_ref` the bytes the port sends in
+//! `agent.queue_ref`: a penalty that grows with the square of the interval's
+//! peak and mean queue, so that the bursts behind tail FCT cost more than a
+//! steady shallow queue. A new feature is one more name in [`QUEUE_FEATURES`]
+//! and one more value in the row of `on_queue_tick`.
 //!
 //! Requests are answered only through the stepping API: a queue agent never
 //! has a native policy, and with nobody stepping its profile is left alone.
@@ -46,7 +51,41 @@ pub const QUEUE_FEATURES: &[&str] =
 
 /// Where `queue` and `tx_rate` sit in a row (the reward reads them).
 const QUEUE: usize = 0;
+const MEAN_QUEUE: usize = 1;
+const MAX_QUEUE: usize = 2;
 const TX_RATE: usize = 3;
+
+/// The reward of a switch-queue agent's interval (`agent.queue_reward`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) enum QueueReward {
+    /// `tx_rate - reward_beta x queue` (the queue at the sample).
+    #[default]
+    Linear,
+    /// `tx_rate - peak_weight x (max_queue / q_ref)^2 - mean_weight x
+    /// (mean_queue / q_ref)^2`.
+    Quadratic {
+        /// `q_ref` over the bytes of one interval at line rate: the queue
+        /// features are fractions of the latter, so this is `queue_ref /
+        /// queue_interval`, the same at every port rate.
+        q_ref: f64,
+        peak_weight: f64,
+        mean_weight: f64,
+    },
+}
+
+impl QueueReward {
+    /// The reward of one feature row (before `reward_scale`).
+    fn of(self, row: &[f32], beta: f64) -> f64 {
+        match self {
+            QueueReward::Linear => row[TX_RATE] as f64 - beta * row[QUEUE] as f64,
+            QueueReward::Quadratic { q_ref, peak_weight, mean_weight } => {
+                let peak = row[MAX_QUEUE] as f64 / q_ref;
+                let mean = row[MEAN_QUEUE] as f64 / q_ref;
+                row[TX_RATE] as f64 - peak_weight * peak * peak - mean_weight * mean * mean
+            }
+        }
+    }
+}
 
 /// Per-agent state of one switch queue.
 #[derive(Clone, Debug)]
@@ -71,9 +110,25 @@ pub(super) struct QueueAgents {
     interval: Time,
     reward_beta: f64,
     reward_scale: f64,
+    reward: QueueReward,
+    /// `agent.ecn_reference_rate` (bit/s): profiles are scaled to each port's rate.
+    reference_bps: Option<u64>,
 }
 
 impl QueueAgents {
+    /// Profile `i` at a port of `rate_bps` (scaled when a reference rate is given).
+    fn profile_at(&self, i: usize, rate_bps: u64) -> Red {
+        let p = self.profiles[i];
+        match self.reference_bps {
+            Some(reference) => Red {
+                kmin: super::build::scale_threshold(p.kmin, rate_bps, reference),
+                kmax: super::build::scale_threshold(p.kmax, rate_bps, reference),
+                pmax: p.pmax,
+            },
+            None => p,
+        }
+    }
+
     /// Observation width of one agent.
     pub(super) fn dim(&self) -> usize {
         self.agents.first().map_or(0, |a| a.history.len())
@@ -125,6 +180,25 @@ impl Simulation {
         if c.ecn_profiles.is_empty() {
             return bad("ecn_profiles", &"[]", "switch-queue agents need at least one ECN profile to choose from");
         }
+        let reward = match c.queue_reward.as_str() {
+            "linear" => QueueReward::Linear,
+            "quadratic" => {
+                if c.queue_ref.0 == 0 {
+                    return bad("queue_ref", &"0", "the quadratic queue reward needs a positive reference delay");
+                }
+                for (f, w) in [("queue_peak_weight", c.queue_peak_weight), ("queue_mean_weight", c.queue_mean_weight)] {
+                    if !(w.is_finite() && w >= 0.0) {
+                        return bad(f, &w, "must be a finite number >= 0");
+                    }
+                }
+                QueueReward::Quadratic {
+                    q_ref: c.queue_ref.0 as f64 / c.queue_interval.0 as f64,
+                    peak_weight: c.queue_peak_weight,
+                    mean_weight: c.queue_mean_weight,
+                }
+            }
+            other => return bad("queue_reward", &format!("\"{other}\""), "use \"linear\" or \"quadratic\""),
+        };
         let mut profiles = vec![];
         for (i, p) in c.ecn_profiles.iter().enumerate() {
             if p.kmin.0 > p.kmax.0 || !(p.pmax > 0.0 && p.pmax <= 1.0) {
@@ -159,7 +233,15 @@ impl Simulation {
             let current = pt.queues.get(1).and_then(|q| q.red);
             // The profile in force at the start: the template equal to the switch's
             // configured marking, else the first (an observation, not an action).
-            let profile = profiles.iter().position(|p| Some(*p) == current).unwrap_or(0);
+            let at_rate = |p: &Red| match c.ecn_reference_rate {
+                Some(r) => Red {
+                    kmin: super::build::scale_threshold(p.kmin, pt.rate_bps, r.0),
+                    kmax: super::build::scale_threshold(p.kmax, pt.rate_bps, r.0),
+                    pmax: p.pmax,
+                },
+                None => *p,
+            };
+            let profile = profiles.iter().position(|p| Some(at_rate(p)) == current).unwrap_or(0);
             for queue in 1..pt.queues.len() {
                 agents.push(QueueAgent {
                     port,
@@ -178,6 +260,8 @@ impl Simulation {
             interval: c.queue_interval.0,
             reward_beta: c.reward_beta,
             reward_scale: c.reward_scale,
+            reward,
+            reference_bps: c.ecn_reference_rate.map(|r| r.0),
         })
     }
 
@@ -219,7 +303,7 @@ impl Simulation {
                 }
                 a.filled = true;
             }
-            a.reward = ((row[TX_RATE] as f64 - qa.reward_beta * row[QUEUE] as f64) * qa.reward_scale) as f32;
+            a.reward = (qa.reward.of(&row, qa.reward_beta) * qa.reward_scale) as f32;
             if bridge.stepping && !a.outstanding {
                 a.outstanding = true;
                 bridge.queue_batch.push(id as u32, now, &a.history, a.reward, false, false);
@@ -271,7 +355,8 @@ impl Simulation {
         }
         let i = (action.round().max(0.0) as usize).min(n - 1);
         a.profile = i;
-        let (port, queue, red) = (a.port, a.queue, qa.profiles[i]);
+        let (port, queue) = (a.port, a.queue);
+        let red = qa.profile_at(i, self.ports[port as usize].rate_bps);
         self.set_ecn(port, queue, Some(red)).expect("queue agents target switch data queues");
     }
 

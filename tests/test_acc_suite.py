@@ -1,0 +1,84 @@
+"""The ``acc`` bench suite (ccgym.bench.acc_suite), cut down: every method of the bundled suite
+on a 4 ms WebSearch run, one seed; and the oracle table's lookups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tomllib
+
+pytest.importorskip("ccgym._sim")
+
+from ccgym.acc.templates import GRID, grid_index  # noqa: E402
+from ccgym.bench import acc_suite  # noqa: E402
+from ccgym.bench.runner import load_suite, run_suite  # noqa: E402
+from ccgym.bench.tables import build_rows, markdown_table, table_spec  # noqa: E402
+
+SUITE = Path(acc_suite.__file__).parent / "suites" / "acc.toml"
+
+
+def test_oracle_templates_are_grid_templates() -> None:
+    names = {t.name for t in GRID}
+    assert set(acc_suite.ORACLE_TEMPLATES.values()) <= names
+    assert acc_suite.oracle_template({"name": "acc-websearch", "workload": [{"load": 0.7}]}) == (
+        "20K-160K-5%"
+    )
+    assert acc_suite.oracle_template({"name": "acc-switch-workload", "workload": [{}]}) == (
+        "40K-80K-5%"
+    )
+    with pytest.raises(ValueError, match="no oracle for acc-websearch at load 0.4"):
+        acc_suite.oracle_template({"name": "acc-websearch", "workload": [{"load": 0.4}]})
+
+
+def test_cut_down_acc_suite_runs_every_method(tmp_path: Path) -> None:
+    suite = tomllib.loads(SUITE.read_text())
+    suite["seeds"] = [1]
+    suite["overrides"] = ["duration=4ms", "metrics.window=['1ms', '4ms']"]
+    suite["scenario"] = suite["scenario"][:1]  # websearch 0.5
+    path = tmp_path / "acc-tiny.toml"
+    path.write_text(_toml(suite))
+    loaded = load_suite(path)
+    records, stats = run_suite(loaded, tmp_path / "out", jobs=1)
+    methods = [r["method"] for r in records]
+    assert methods == loaded["methods"] and stats.ran == len(methods) == 8
+    by = {r["method"]: r["metrics"] for r in records}
+    oracle = grid_index(acc_suite.ORACLE_TEMPLATES[("acc-websearch", 0.5)])
+    assert by["static oracle"]["oracle_index"] == oracle
+    for name in ("ACC offline", "ACC online", "ACC offline, ADPG hosts"):
+        # 32 switch ports, one decision per 100 us from 0.1 ms to 3.9 ms
+        assert by[name]["decisions"] == 32 * 39, name
+        assert by[name]["mice_p99_us"] is not None and by[name]["util"] > 0
+    assert by["SECN1, ADPG hosts"]["util"] > 0
+    spec = table_spec("acc")
+    rows = build_rows(records, spec=spec)
+    text = markdown_table(rows, "acc", spec)
+    assert "ACC offline: vs best preset" in text and "vs oracle" in text
+    assert "the bar" in text
+    _, again = run_suite(loaded, tmp_path / "out", jobs=1)
+    assert again.ran == 0
+
+
+def _toml(d: dict) -> str:
+    """A small TOML writer for the suite dict (strings, numbers, lists, tables of tables)."""
+
+    def val(v: object) -> str:
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, list):
+            return "[" + ", ".join(val(x) for x in v) + "]"
+        return repr(v)
+
+    lines = [
+        f"{k} = {val(v)}"
+        for k, v in d.items()
+        if not isinstance(v, (dict, list))
+        or (isinstance(v, list) and not any(isinstance(x, dict) for x in v))
+    ]
+    for name, table in d.get("methods", {}).items():
+        lines.append(f'[methods."{name}"]')
+        lines += [f"{k} = {val(v)}" for k, v in table.items()]
+    for sc in d["scenario"]:
+        lines.append("[[scenario]]")
+        lines += [f"{k} = {val(v)}" for k, v in sc.items()]
+    return "\n".join(lines) + "\n"

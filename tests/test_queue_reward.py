@@ -1,0 +1,114 @@
+"""The switch-queue agents' rewards (``agent.queue_reward``): the linear default and the
+quadratic queue penalty, recomputed from the observation the agent is given with the reward."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+_sim = pytest.importorskip("ccgym._sim")
+
+from ccgym.agent_defaults import QUEUE_FEATURES  # noqa: E402
+from ccgym.runner import scenario_json  # noqa: E402
+
+NF = len(QUEUE_FEATURES)
+COL = {name: i for i, name in enumerate(QUEUE_FEATURES)}
+
+
+def scenario(agent: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "queue-reward",
+        "duration": "300us",
+        "topology": {"kind": "star", "hosts": 4, "link_rate": "25Gbps", "link_delay": "1us"},
+        "switch": {"ecn": {"kmin": "100KB", "kmax": "400KB", "pmax": 0.2}},
+        "cc": {"algorithm": "dctcp"},
+        "workload": [{"kind": "incast", "senders": [1, 2, 3], "receiver": 0, "size": "2MB"}],
+        "agent": {
+            "queues": ["sw0->h0"],
+            "queue_interval": "20us",
+            "queue_history": 1,
+            "ecn_profiles": [{"kmin": "100KB", "kmax": "400KB", "pmax": 0.2}],
+            **agent,
+        },
+    }
+
+
+def rewards(agent: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(previous interval's feature row, reward) of every request after the first."""
+    sim = _sim.Simulation(scenario_json(scenario(agent)), str(Path.cwd()))
+    rows, rews = [], []
+    over = False
+    while not over:
+        over, batch = sim.agent_step()
+        q = batch["queue"]
+        rows += list(q["obs"][:, -NF:])
+        rews += list(q["reward"])
+        if len(q["agent"]):
+            sim.agent_act(np.zeros(len(q["agent"]), np.float32))
+    return np.array(rows, dtype=np.float64), np.array(rews, dtype=np.float64)
+
+
+def test_linear_reward_is_the_default() -> None:
+    rows, rew = rewards({"reward_beta": 0.7, "reward_scale": 2.0})
+    expect = 2.0 * (rows[:, COL["tx_rate"]] - 0.7 * rows[:, COL["queue"]])
+    np.testing.assert_allclose(rew, expect, rtol=1e-5, atol=1e-6)
+    same, rew_named = rewards({"reward_beta": 0.7, "reward_scale": 2.0, "queue_reward": "linear"})
+    np.testing.assert_array_equal(rew, rew_named)
+
+
+def test_quadratic_reward_penalises_the_peak_and_mean_queue() -> None:
+    agent = {
+        "queue_reward": "quadratic",
+        "queue_ref": "10us",
+        "queue_peak_weight": 0.3,
+        "queue_mean_weight": 0.2,
+        "reward_scale": 0.5,
+    }
+    rows, rew = rewards(agent)
+    # Features are over the bytes of one 20 us interval; q_ref is 10 us of the same port.
+    peak = rows[:, COL["max_queue"]] * 2.0
+    mean = rows[:, COL["mean_queue"]] * 2.0
+    expect = 0.5 * (rows[:, COL["tx_rate"]] - 0.3 * peak**2 - 0.2 * mean**2)
+    np.testing.assert_allclose(rew, expect, rtol=1e-5, atol=1e-6)
+    # The incast's queue (hundreds of KB under a 100 KB Kmin) costs far more than linearly.
+    assert rew.min() < -1.0
+    linear_rows, linear = rewards({"reward_scale": 0.5})
+    assert rew.min() < linear.min()
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"queue_reward": "cubic"}, "agent.queue_reward"),
+        ({"queue_reward": "quadratic", "queue_ref": "0us"}, "agent.queue_ref"),
+        ({"queue_reward": "quadratic", "queue_peak_weight": -1.0}, "agent.queue_peak_weight"),
+        (
+            {"queue_reward": "quadratic", "queue_mean_weight": float("nan")},
+            "agent.queue_mean_weight",
+        ),
+    ],
+)
+def test_bad_queue_rewards_name_the_field(change: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        _sim.Simulation(scenario_json(scenario(change)), str(Path.cwd()))
+
+
+def test_profiles_scale_with_the_port_rate_from_the_reference_rate() -> None:
+    data = scenario({"ecn_reference_rate": "25Gbps"})
+    data["topology"]["link_rate"] = "100Gbps"
+    data["switch"]["ecn"] = {"kmin": "400KB", "kmax": "1600KB", "pmax": 0.2}
+    data["agent"]["ecn_profiles"] = [
+        {"kmin": "5KB", "kmax": "200KB", "pmax": 0.01},
+        {"kmin": "100KB", "kmax": "400KB", "pmax": 0.2},
+    ]
+    sim = _sim.Simulation(scenario_json(data), str(Path.cwd()))
+    port, queue = sim.queue_agent_targets()[0]
+    over, batch = sim.agent_step()
+    # The switch's 400 KB / 1600 KB at 100 Gb/s is profile 1 written for 25 Gb/s.
+    assert batch["queue"]["obs"][0, -1] == 1.0
+    sim.agent_act(np.zeros(1, np.float32))
+    sim.agent_step()
+    assert sim.queue_ecn(port, queue) == (20_000, 800_000, 0.01)
