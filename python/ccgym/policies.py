@@ -679,3 +679,81 @@ def evaluate(
     data, _ = load_scenario(scenario, overrides)  # workload CDF paths come back absolute
     data = use_policy(data, policy, precision=precision, agent=agent)
     return run(data, progress=progress)
+
+
+# --------------------------------------------------------------------------- queue agents (ACC)
+
+QUEUE_AGENT_KEYS = (
+    "queue_interval",
+    "queue_history",
+    "ecn_profiles",
+    "policy_delay",
+    "reward_beta",
+    "reward_scale",
+)
+"""The ``[agent]`` keys a switch-queue policy is trained with (recorded in ``meta.agent``)."""
+
+
+def export_q_network(
+    module: Any,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    agent: Mapping[str, Any] | None = None,
+    calibration_obs: Any = None,
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Export a DDQN Q-network (``ccgym.agents.ddqn.QNetwork``, or any torch MLP of ``Linear``
+    and ``ReLU`` layers) as a queue-agent policy: a ``ccgym-mlp`` with output ``"none"``, one
+    output per ECN profile, that the simulator runs when a scenario names it in
+    ``agent.queue_policy`` (every queue agent takes the argmax, ties to the lowest index).
+
+    Args:
+        module: the Q-network (duck-typed: no torch import here).
+        path: where to write the file (optional).
+        agent: the ``[agent]`` table it was trained with; its queue-agent keys
+            (:data:`QUEUE_AGENT_KEYS`, plus ``queues``) go to ``meta.agent``, which
+            :func:`use_queue_policy` copies into the scenarios it evaluates.
+        calibration_obs: recorded queue observations, for int8 calibration.
+        meta: further ``meta`` entries (training config, provenance).
+    """
+    info: dict[str, Any] = {"algorithm": "ddqn", "action": "argmax over agent.ecn_profiles"}
+    if agent is not None:
+        info["agent"] = {k: agent[k] for k in (*QUEUE_AGENT_KEYS, "queues") if k in agent}
+    info.update(meta or {})
+    return export_module(
+        module, path, output="none", calibration_obs=calibration_obs, percentile=None, meta=info
+    )
+
+
+def use_queue_policy(
+    scenario: Mapping[str, Any],
+    policy: str | os.PathLike[str],
+    *,
+    agent: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A copy of a scenario dict whose switch-queue agents all run the native ``policy``.
+
+    The ``[agent]`` table is the scenario's own, with every key of the policy's ``meta.agent``
+    that the scenario does not set (so that ``--set agent.KEY=VALUE`` and the scenario's
+    choice of queues win), then ``agent``, then ``queue_policy = <absolute path>``. Flows keep
+    their congestion control.
+    """
+    path = policy_path(policy)
+    data = copy.deepcopy(dict(scenario))
+    own = data.get("agent")
+    table = dict(own) if isinstance(own, Mapping) else {}
+    meta_agent = (load_policy(path).get("meta") or {}).get("agent")
+    if isinstance(meta_agent, Mapping):
+        for k, v in meta_agent.items():
+            table.setdefault(k, copy.deepcopy(v))
+    table.update(agent or {})
+    table["queue_policy"] = str(path)
+    data["agent"] = table
+    return data
+
+
+def greedy_templates(policy: Mapping[str, Any], obs: Any, precision: str = "float32") -> np.ndarray:
+    """The ECN profile index each queue observation gets from a Q-network ``policy``, as the
+    simulator chooses it: argmax of :func:`forward`, ties to the lowest index."""
+    q = forward(policy, obs, precision)
+    return np.argmax(q, axis=1).astype(np.int64)

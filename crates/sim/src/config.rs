@@ -639,6 +639,11 @@ pub struct AgentConfig {
     /// `interval` trigger: when positive, the decision interval is this many of
     /// the flow's base RTT (a grid of its own) instead of `interval`.
     pub interval_rtts: f64,
+    /// Switch-queue agents: a native policy (the path of a `ccgym-mlp` file,
+    /// a Q-network with one output per `ecn_profiles` entry) that every queue
+    /// agent answers itself with (argmax, ties to the lowest index); empty:
+    /// queue agents are answered through the stepping API.
+    pub queue_policy: String,
 }
 
 /// An ECN marking profile a switch-queue agent can select (`agent.ecn_profiles`).
@@ -704,6 +709,7 @@ impl Default for AgentConfig {
             loss_response: "none".into(),
             slow_start: false,
             interval_rtts: 0.0,
+            queue_policy: String::new(),
         }
     }
 }
@@ -730,6 +736,10 @@ pub struct MetricsConfig {
     /// and flows above the last edge are the large flows. Default
     /// [`DEFAULT_SIZE_BUCKETS`].
     pub size_buckets: Option<Vec<Bytes>>,
+    /// Record the ECN profile in force on every switch data queue over time
+    /// (its changes, and where each queue starts): true, false or "auto" (on
+    /// when the scenario has switch-queue agents).
+    pub ecn_series: serde_json::Value,
 }
 
 /// Default upper edges of the flow-size buckets (bytes): up to 10 KB,
@@ -759,6 +769,7 @@ impl Default for MetricsConfig {
             flow_series: serde_json::Value::String("auto".into()),
             breakdown: false,
             size_buckets: None,
+            ecn_series: serde_json::Value::String("auto".into()),
         }
     }
 }

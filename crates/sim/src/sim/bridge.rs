@@ -428,7 +428,7 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
         ended: false,
         native,
         decisions: 0,
-        queues: QueueAgents::default(),
+        queues: QueueAgents::with_policy(cfg, base_dir)?,
         queue_batch: Batch::default(),
         answered: true,
     }))
