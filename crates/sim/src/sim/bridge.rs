@@ -110,6 +110,9 @@ pub(super) struct Bridge {
     /// The last batch has been answered (or none was returned yet): a further
     /// `agent_act` has nothing to answer.
     answered: bool,
+    /// A recurrent native policy's state, per flow (`state_len` floats each, in
+    /// flow order; grown as flows first decide).
+    native_state: Vec<f32>,
 }
 
 impl Bridge {
@@ -134,7 +137,20 @@ impl Simulation {
         let action = if let Some((mlp, scratch)) = bridge.native.as_mut() {
             let mut out = [0f32; 64];
             let n = mlp.outputs().min(64);
-            mlp.forward(agent.observation(), &mut out[..n], scratch);
+            let memory = mlp.state_len();
+            if memory > 0 || mlp.extra_inputs() > 0 {
+                // A recurrent policy (version 2): the flow's own state, zero when it
+                // first decides (a run is an episode); its last reward as the extra input.
+                let at = fid as usize * memory;
+                if bridge.native_state.len() < at + memory {
+                    bridge.native_state.resize(at + memory, 0.0);
+                }
+                let extra = [agent.reward(); crate::policy::MAX_EXTRA];
+                let state = &mut bridge.native_state[at..at + memory];
+                mlp.forward_step(agent.observation(), &extra, state, &mut out[..n], scratch);
+            } else {
+                mlp.forward(agent.observation(), &mut out[..n], scratch);
+            }
             if n > 1 {
                 // Several outputs: a discrete policy's scores; take the best.
                 (0..n).max_by(|&i, &j| out[i].total_cmp(&out[j])).unwrap_or(0) as f32
@@ -431,5 +447,6 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
         queues: QueueAgents::with_policy(cfg, base_dir)?,
         queue_batch: Batch::default(),
         answered: true,
+        native_state: Vec::new(),
     }))
 }

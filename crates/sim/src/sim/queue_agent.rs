@@ -92,14 +92,29 @@ struct NativeQueuePolicy {
     scores: Vec<f32>,
     /// The file as given in the scenario (for messages).
     name: String,
+    /// A recurrent network's state, per agent (`state_len` floats each, zero
+    /// at the start of the run); empty for a network without memory.
+    state: Vec<f32>,
 }
 
 impl NativeQueuePolicy {
-    /// The profile index the network chooses for observation `obs`: the
-    /// argmax of its scores, ties (and NaN scores, which never win) to the
+    /// The profile index the network chooses for agent `agent`'s observation
+    /// `obs` (and its last `reward`, for a recurrent network's `concat` step):
+    /// the argmax of its scores, ties (and NaN scores, which never win) to the
     /// lowest index.
-    fn choose(&mut self, obs: &[f32]) -> usize {
-        self.mlp.forward(obs, &mut self.scores, &mut self.scratch);
+    fn choose(&mut self, agent: usize, obs: &[f32], reward: f32) -> usize {
+        let memory = self.mlp.state_len();
+        if memory > 0 || self.mlp.extra_inputs() > 0 {
+            let at = agent * memory;
+            if self.state.len() < at + memory {
+                self.state.resize(at + memory, 0.0);
+            }
+            let extra = [reward; crate::policy::MAX_EXTRA];
+            let state = &mut self.state[at..at + memory];
+            self.mlp.forward_step(obs, &extra, state, &mut self.scores, &mut self.scratch);
+        } else {
+            self.mlp.forward(obs, &mut self.scores, &mut self.scratch);
+        }
         argmax(&self.scores)
     }
 }
@@ -162,6 +177,7 @@ impl QueueAgents {
             scores: vec![0.0; mlp.outputs()],
             mlp,
             name: cfg.queue_policy.clone(),
+            state: vec![],
         };
         Ok(QueueAgents { native: Some(native), ..QueueAgents::default() })
     }
@@ -346,7 +362,7 @@ impl Simulation {
             if let Some(policy) = qa.native.as_mut() {
                 if !a.outstanding {
                     a.outstanding = true;
-                    native_choice = Some(policy.choose(&a.history));
+                    native_choice = Some(policy.choose(id, &a.history, a.reward));
                 }
             } else if bridge.stepping && !a.outstanding {
                 a.outstanding = true;
@@ -415,16 +431,22 @@ mod tests {
         let text = r#"{"format": "ccgym-mlp", "version": 1, "output": "none",
             "layers": [{"weight": [[1, 0, 0], [0, 1, 0], [0, 0, 1]], "bias": null}]}"#;
         let mlp = Mlp::from_json(text, Precision::Float32).expect("valid");
-        NativeQueuePolicy { scratch: vec![0.0; mlp.scratch_len()], scores: vec![0.0; 3], mlp, name: "id".into() }
+        NativeQueuePolicy {
+            scratch: vec![0.0; mlp.scratch_len()],
+            scores: vec![0.0; 3],
+            mlp,
+            name: "id".into(),
+            state: vec![],
+        }
     }
 
     #[test]
     fn the_best_score_wins_and_ties_go_to_the_lowest_index() {
         let mut p = identity();
-        assert_eq!(p.choose(&[0.1, 0.7, 0.2]), 1);
-        assert_eq!(p.choose(&[0.5, 0.5, 0.5]), 0);
-        assert_eq!(p.choose(&[0.1, 0.9, 0.9]), 1);
-        assert_eq!(p.choose(&[-1.0, -2.0, -0.5]), 2);
+        assert_eq!(p.choose(0, &[0.1, 0.7, 0.2], 0.0), 1);
+        assert_eq!(p.choose(0, &[0.5, 0.5, 0.5], 0.0), 0);
+        assert_eq!(p.choose(0, &[0.1, 0.9, 0.9], 0.0), 1);
+        assert_eq!(p.choose(0, &[-1.0, -2.0, -0.5], 0.0), 2);
         // A NaN score never wins over a number.
         assert_eq!(argmax(&[f32::NAN, 0.3, 0.3]), 1);
         assert_eq!(argmax(&[0.3, f32::NAN, 0.4]), 2);
