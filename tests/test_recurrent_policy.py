@@ -188,3 +188,21 @@ def test_a_native_recurrent_flow_policy_equals_the_run_stepped_with_the_referenc
     data["agent"]["policy"] = str(policies.save_policy(policy, tmp_path / "r.json"))
     native = json.loads(_sim.Simulation(scenario_json(data), str(base)).finish()[0])
     assert native == stepped
+
+
+def test_equal_scores_choose_the_lowest_index_as_torch_does(tmp_path: Path) -> None:
+    """A flow policy whose scores all tie takes action 0 at every decision, as
+    ``torch.argmax`` would (the same run stepped from Python with action 0)."""
+    data, base = load_scenario(SCENARIO, OVERRIDES, cc="agent")
+    data["agent"] = dict(AGENT)
+    sim = _sim.Simulation(scenario_json(data), str(base))
+    flat = policies.mlp_policy([(np.zeros((5, sim.obs_dim)), None, "none")])
+    over = False
+    while not over:
+        over, batch = sim.agent_step()
+        if len(batch["flow"]):
+            sim.agent_act(np.zeros(len(batch["flow"]), np.float32))
+    stepped = json.loads(sim.finish()[0])
+    data["agent"]["policy"] = str(policies.save_policy(flat, tmp_path / "flat.json"))
+    native = json.loads(_sim.Simulation(scenario_json(data), str(base)).finish()[0])
+    assert native == stepped

@@ -588,6 +588,18 @@ struct Lstm {
     state: usize,
 }
 
+/// The index of the largest score, the lowest of equal ones (as `numpy.argmax` and
+/// `torch.argmax`); a NaN score never wins over a number. 0 for no scores.
+pub fn argmax(scores: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &q) in scores.iter().enumerate().skip(1) {
+        if q > scores[best] || scores[best].is_nan() && !q.is_nan() {
+            best = i;
+        }
+    }
+    best
+}
+
 /// Most `concat` steps (extra inputs) a network may have.
 pub const MAX_EXTRA: usize = 8;
 

@@ -153,7 +153,8 @@ impl Simulation {
             }
             if n > 1 {
                 // Several outputs: a discrete policy's scores; take the best.
-                (0..n).max_by(|&i, &j| out[i].total_cmp(&out[j])).unwrap_or(0) as f32
+                // Equal scores go to the lowest index, as torch.argmax and numpy.argmax.
+                crate::policy::argmax(&out[..n]) as f32
             } else {
                 out[0]
             }

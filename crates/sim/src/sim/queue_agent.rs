@@ -115,20 +115,8 @@ impl NativeQueuePolicy {
         } else {
             self.mlp.forward(obs, &mut self.scores, &mut self.scratch);
         }
-        argmax(&self.scores)
+        crate::policy::argmax(&self.scores)
     }
-}
-
-/// The index of the largest score, the lowest of equal ones (as `numpy.argmax`);
-/// a NaN score never wins over a number.
-fn argmax(scores: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, &q) in scores.iter().enumerate().skip(1) {
-        if q > scores[best] || scores[best].is_nan() && !q.is_nan() {
-            best = i;
-        }
-    }
-    best
 }
 
 impl QueueAgents {
@@ -423,7 +411,8 @@ impl Simulation {
 
 #[cfg(test)]
 mod tests {
-    use super::{argmax, NativeQueuePolicy};
+    use super::NativeQueuePolicy;
+    use crate::policy::argmax;
     use crate::policy::{Mlp, Precision};
 
     /// A one-layer network whose scores are its inputs (3 in, 3 out).
