@@ -140,6 +140,9 @@ def mlp_policy(
 
 def validate_policy(policy: Mapping[str, Any]) -> None:
     """Check the structure of a policy dict; raise ``ValueError`` with the reason if wrong."""
+    if policy.get("format") == FORMAT and policy.get("version") == RECURRENT_VERSION:
+        _check_steps(policy)
+        return
     if policy.get("format") != FORMAT or policy.get("version") != VERSION:
         raise ValueError(
             f"not a {FORMAT} v{VERSION} policy (format {policy.get('format')!r}, "
@@ -160,7 +163,10 @@ def validate_policy(policy: Mapping[str, Any]) -> None:
 
 def policy_inputs(policy: Mapping[str, Any]) -> int:
     """Number of inputs (observation length) of a policy."""
-    return len(policy["layers"][0]["weight"][0])
+    first = policy["layers"][0]
+    if first.get("kind") == "lstm":
+        return len(first["weight_ih"][0])
+    return len(first["weight"][0])
 
 
 def save_policy(policy: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
@@ -217,8 +223,19 @@ def layer_inputs(policy: Mapping[str, Any], obs: Any) -> list[np.ndarray]:
     return inputs
 
 
-def forward(policy: Mapping[str, Any], obs: Any, precision: str = "float32") -> np.ndarray:
+def forward(
+    policy: Mapping[str, Any],
+    obs: Any,
+    precision: str = "float32",
+    *,
+    extra: Any = None,
+    state: np.ndarray | None = None,
+) -> np.ndarray:
     """Evaluate a policy on a batch of observations with numpy, as the simulator does.
+
+    A version-2 policy with ``concat`` or ``lstm`` steps is evaluated by
+    :func:`forward_steps` (``obs`` rows are then consecutive decisions of one agent, with
+    ``extra`` and ``state`` as there).
 
     Args:
         policy: a policy dict.
@@ -237,6 +254,10 @@ def forward(policy: Mapping[str, Any], obs: Any, precision: str = "float32") -> 
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    if is_stepped(policy):
+        if precision != "float32":
+            raise ValueError("int8 inference does not support concat or lstm layers")
+        return forward_steps(policy, obs, extra=extra, state=state)
     x = np.atleast_2d(np.asarray(obs, dtype=np.float32))
     amax = (policy.get("int8") or {}).get("input_amax")
     if precision == "int8" and amax is None:
@@ -264,13 +285,21 @@ def forward(policy: Mapping[str, Any], obs: Any, precision: str = "float32") -> 
 
 
 def native_forward(
-    policy: str | os.PathLike[str] | Mapping[str, Any], obs: Any, precision: str = "float32"
+    policy: str | os.PathLike[str] | Mapping[str, Any],
+    obs: Any,
+    precision: str = "float32",
+    *,
+    extra: Any = None,
+    all_outputs: bool = False,
 ) -> np.ndarray:
     """Evaluate a policy (name, path or dict) on a batch of observations with the simulator's
-    own inference (float32 or int8), as a flow running it would; shape ``(K, outputs)``.
+    own inference (float32 or int8), as a flow running it would; shape ``(K, outputs)``
+    (``all_outputs``: every output of the last layer, e.g. a value head after the action's).
 
     int8 agrees with :func:`forward` bit for bit, apart from a ``tanh`` activation (the
     simulator's comes from the C library, numpy's from numpy; they can differ in the last bits).
+    A recurrent (version-2) policy takes the rows as consecutive decisions of one agent from a
+    zero state, with ``extra`` (``(K,)``: its last reward at each) for the ``concat`` steps.
     """
     from ccgym.runner import native
 
@@ -278,7 +307,10 @@ def native_forward(
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
     text = json.dumps(load_policy(policy))
     x = np.ascontiguousarray(np.atleast_2d(np.asarray(obs, dtype=np.float32)))
-    return np.asarray(native().policy_forward(text, x, precision))
+    ex = None
+    if extra is not None:
+        ex = np.ascontiguousarray(np.asarray(extra, dtype=np.float32).reshape(len(x), 1))
+    return np.asarray(native().policy_forward(text, x, precision, ex, all_outputs))
 
 
 def multiplier(a: Any, inc: float = 0.2, dec: float = 0.2) -> np.ndarray:
@@ -679,3 +711,331 @@ def evaluate(
     data, _ = load_scenario(scenario, overrides)  # workload CDF paths come back absolute
     data = use_policy(data, policy, precision=precision, agent=agent)
     return run(data, progress=progress)
+
+
+# --------------------------------------------------------------------------- queue agents (ACC)
+
+QUEUE_AGENT_KEYS = (
+    "queue_interval",
+    "queue_history",
+    "ecn_profiles",
+    "policy_delay",
+    "reward_beta",
+    "reward_scale",
+)
+"""The ``[agent]`` keys a switch-queue policy is trained with (recorded in ``meta.agent``)."""
+
+
+def export_q_network(
+    module: Any,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    agent: Mapping[str, Any] | None = None,
+    calibration_obs: Any = None,
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Export a DDQN Q-network (``ccgym.agents.ddqn.QNetwork``, or any torch MLP of ``Linear``
+    and ``ReLU`` layers) as a queue-agent policy: a ``ccgym-mlp`` with output ``"none"``, one
+    output per ECN profile, that the simulator runs when a scenario names it in
+    ``agent.queue_policy`` (every queue agent takes the argmax, ties to the lowest index).
+
+    Args:
+        module: the Q-network (duck-typed: no torch import here).
+        path: where to write the file (optional).
+        agent: the ``[agent]`` table it was trained with; its queue-agent keys
+            (:data:`QUEUE_AGENT_KEYS`, plus ``queues``) go to ``meta.agent``, which
+            :func:`use_queue_policy` copies into the scenarios it evaluates.
+        calibration_obs: recorded queue observations, for int8 calibration.
+        meta: further ``meta`` entries (training config, provenance).
+    """
+    info: dict[str, Any] = {"algorithm": "ddqn", "action": "argmax over agent.ecn_profiles"}
+    if agent is not None:
+        info["agent"] = {k: agent[k] for k in (*QUEUE_AGENT_KEYS, "queues") if k in agent}
+    info.update(meta or {})
+    return export_module(
+        module, path, output="none", calibration_obs=calibration_obs, percentile=None, meta=info
+    )
+
+
+def use_queue_policy(
+    scenario: Mapping[str, Any],
+    policy: str | os.PathLike[str],
+    *,
+    agent: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A copy of a scenario dict whose switch-queue agents all run the native ``policy``.
+
+    The ``[agent]`` table is the scenario's own, with every key of the policy's ``meta.agent``
+    that the scenario does not set (so that ``--set agent.KEY=VALUE`` and the scenario's
+    choice of queues win), then ``agent``, then ``queue_policy = <absolute path>``. Flows keep
+    their congestion control.
+    """
+    path = policy_path(policy)
+    data = copy.deepcopy(dict(scenario))
+    own = data.get("agent")
+    table = dict(own) if isinstance(own, Mapping) else {}
+    meta_agent = (load_policy(path).get("meta") or {}).get("agent")
+    if isinstance(meta_agent, Mapping):
+        for k, v in meta_agent.items():
+            table.setdefault(k, copy.deepcopy(v))
+    table.update(agent or {})
+    table["queue_policy"] = str(path)
+    data["agent"] = table
+    return data
+
+
+def greedy_templates(policy: Mapping[str, Any], obs: Any, precision: str = "float32") -> np.ndarray:
+    """The ECN profile index each queue observation gets from a Q-network ``policy``, as the
+    simulator chooses it: argmax of :func:`forward`, ties to the lowest index."""
+    q = forward(policy, obs, precision)
+    return np.argmax(q, axis=1).astype(np.int64)
+
+
+# --------------------------------------------------------------------------- recurrent (version 2)
+
+RECURRENT_VERSION = 2
+"""The ``version`` of a policy file with ``concat`` or ``lstm`` steps (or ``action_outputs``)."""
+
+STEP_KINDS = ("dense", "concat", "lstm")
+
+
+def is_stepped(policy: Mapping[str, Any]) -> bool:
+    """Whether a policy has ``concat`` or ``lstm`` steps (a version-2 file; evaluated one
+    decision at a time, with a state per agent)."""
+    return any(la.get("kind", "dense") != "dense" for la in policy.get("layers") or [])
+
+
+def _check_steps(policy: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """Checks a version-2 policy; returns (inputs, outputs, extra inputs, state floats)."""
+    layers = policy.get("layers")
+    if not isinstance(layers, list) or not layers:
+        raise ValueError("the policy has no layers")
+    width: int | None = None
+    inputs = extra = state = 0
+    for i, la in enumerate(layers):
+        if not isinstance(la, Mapping):
+            raise ValueError(f"layer {i}: not an object")
+        kind = la.get("kind", "dense")
+        if kind not in STEP_KINDS:
+            raise ValueError(f"layer {i}: unknown kind {kind!r} (use {', '.join(STEP_KINDS)})")
+        if kind == "concat":
+            if width is None:
+                raise ValueError(f"layer {i}: a concat step needs a layer before it")
+            if la.get("source") != "reward" or la.get("size", 1) != 1:
+                raise ValueError(f'layer {i}: concat takes source "reward" of size 1')
+            clip = la.get("clip")
+            if clip is not None and not (len(clip) == 2 and float(clip[0]) <= float(clip[1])):
+                raise ValueError(f"layer {i}: clip must be [low, high] with low <= high")
+            extra += 1
+            width += 1
+            continue
+        if kind == "lstm":
+            w_ih = np.asarray(la["weight_ih"], dtype=np.float32)
+            w_hh = np.asarray(la["weight_hh"], dtype=np.float32)
+            if w_ih.ndim != 2 or w_ih.shape[0] == 0 or w_ih.shape[0] % 4:
+                raise ValueError(f"layer {i}: weight_ih must have 4 H rows (gates i, f, g, o)")
+            hidden = w_ih.shape[0] // 4
+            if w_hh.shape != (4 * hidden, hidden):
+                raise ValueError(f"layer {i}: weight_hh must be [{4 * hidden}][{hidden}]")
+            for key in ("bias_ih", "bias_hh"):
+                b = la.get(key)
+                if b is not None and np.asarray(b).shape != (4 * hidden,):
+                    raise ValueError(f"layer {i}: {key} must have {4 * hidden} values")
+            n_in = w_ih.shape[1]
+            out = hidden
+            state += 2 * hidden
+            arrays = [w_ih, w_hh, *(np.asarray(la.get(k) or 0.0) for k in ("bias_ih", "bias_hh"))]
+        else:
+            w = np.asarray(la["weight"], dtype=np.float32)
+            if w.ndim != 2 or w.size == 0:
+                raise ValueError(f"layer {i}: weight must be a non-empty [out][in] matrix")
+            if la.get("activation", "none") not in ACTIVATIONS:
+                raise ValueError(f"layer {i}: unknown activation {la.get('activation')!r}")
+            b = la.get("bias")
+            if b is not None and np.asarray(b).shape != (w.shape[0],):
+                raise ValueError(f"layer {i}: bias has the wrong length")
+            n_in, out = w.shape[1], w.shape[0]
+            arrays = [w, np.asarray(b if b is not None else 0.0)]
+        if width is not None and n_in != width:
+            raise ValueError(f"layer {i}: takes {n_in} inputs, previous layer gives {width}")
+        if width is None:
+            inputs = n_in
+        if not all(np.all(np.isfinite(a)) for a in arrays):
+            raise ValueError(f"layer {i}: weights must be finite")
+        width = out
+    if policy.get("output", "none") not in ACTIVATIONS:
+        raise ValueError(f"unknown output activation {policy.get('output')!r}")
+    outputs = int(width or 0)
+    actions = policy.get("action_outputs")
+    if actions is not None and not (1 <= int(actions) <= outputs):
+        raise ValueError(f"action_outputs is {actions} but the last layer has {outputs} outputs")
+    return inputs, outputs, extra, state
+
+
+def dense_step(weight: Any, bias: Any = None, activation: str = "none") -> dict[str, Any]:
+    """A dense step ``activation(W x + b)`` (``weight`` ``[out][in]``, PyTorch layout)."""
+    w = np.asarray(weight, dtype=np.float32)
+    b = None if bias is None else np.asarray(bias, dtype=np.float32).reshape(-1).tolist()
+    return {"weight": w.tolist(), "bias": b, "activation": activation}
+
+
+def concat_step(clip: tuple[float, float] | None = (-1.0, 1.0)) -> dict[str, Any]:
+    """A step that appends the agent's last reward (clipped to ``clip``) to the vector, as
+    MVFST-RL's ``torch.cat([x, clamp(reward, -1, 1)])``."""
+    step: dict[str, Any] = {"kind": "concat", "source": "reward", "size": 1}
+    if clip is not None:
+        step["clip"] = [float(clip[0]), float(clip[1])]
+    return step
+
+
+def lstm_step(
+    weight_ih: Any, weight_hh: Any = None, bias_ih: Any = None, bias_hh: Any = None
+) -> dict[str, Any]:
+    """An LSTM step: the arrays of one PyTorch ``nn.LSTM`` layer (gate order i, f, g, o), or
+    the module itself (duck typing, first layer: ``weight_ih_l0`` ...; no torch import)."""
+    if hasattr(weight_ih, "weight_ih_l0"):
+        lstm = weight_ih
+        if getattr(lstm, "num_layers", 1) != 1 or getattr(lstm, "bidirectional", False):
+            raise ValueError("only a one-layer, one-direction nn.LSTM can be exported")
+        if getattr(lstm, "proj_size", 0):
+            raise ValueError("an nn.LSTM with proj_size cannot be exported")
+
+        def arr(name: str) -> np.ndarray | None:
+            t = getattr(lstm, name, None)
+            return None if t is None else t.detach().cpu().numpy().astype(np.float32)
+
+        weight_ih, weight_hh = arr("weight_ih_l0"), arr("weight_hh_l0")
+        bias_ih, bias_hh = arr("bias_ih_l0"), arr("bias_hh_l0")
+    step: dict[str, Any] = {
+        "kind": "lstm",
+        "weight_ih": np.asarray(weight_ih, dtype=np.float32).tolist(),
+        "weight_hh": np.asarray(weight_hh, dtype=np.float32).tolist(),
+    }
+    for key, b in (("bias_ih", bias_ih), ("bias_hh", bias_hh)):
+        step[key] = None if b is None else np.asarray(b, dtype=np.float32).reshape(-1).tolist()
+    return step
+
+
+def stepped_policy(
+    steps: Sequence[Mapping[str, Any]],
+    output: str = "none",
+    *,
+    action_outputs: int | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A version-2 policy dict from steps (:func:`dense_step`, :func:`concat_step`,
+    :func:`lstm_step`). ``action_outputs``: the first outputs are the action's scores (e.g.
+    policy logits stacked over a value head); the simulator ignores the rest.
+
+    Raises:
+        ValueError: shapes do not chain, a value is not finite, or a step is malformed.
+    """
+    policy: dict[str, Any] = {
+        "format": FORMAT,
+        "version": RECURRENT_VERSION,
+        "layers": [dict(s) for s in steps],
+        "output": output,
+    }
+    if action_outputs is not None:
+        policy["action_outputs"] = int(action_outputs)
+    if meta is not None:
+        policy["meta"] = dict(meta)
+    _check_steps(policy)
+    return policy
+
+
+def state_len(policy: Mapping[str, Any]) -> int:
+    """Floats of recurrent state one agent keeps (h and c of every ``lstm`` step)."""
+    return _check_steps(policy)[3] if is_stepped(policy) else 0
+
+
+def forward_steps(
+    policy: Mapping[str, Any],
+    obs: Any,
+    *,
+    extra: Any = None,
+    state: np.ndarray | None = None,
+) -> np.ndarray:
+    """The Python reference of the simulator's version-2 inference (float32): ``obs`` rows are
+    consecutive decisions of ONE agent; the LSTM state runs through them.
+
+    Args:
+        policy: a policy dict with ``concat`` / ``lstm`` steps.
+        obs: ``(K, inputs)`` (or ``(inputs,)``).
+        extra: the agent's last reward at each decision, ``(K,)`` or ``(K, concat steps)``
+            (default zeros); clipped by the ``concat`` steps.
+        state: the agent's state (:func:`state_len` float32 values, h then c per ``lstm``
+            step), updated in place; default: a zero state (a fresh agent).
+
+    Returns:
+        ``(K, outputs)``: every output of the last layer (the action's first).
+    """
+    _, outputs, n_extra, n_state = _check_steps(policy)
+    x = np.atleast_2d(np.asarray(obs, dtype=np.float32))
+    k = len(x)
+    ex = np.zeros((k, n_extra), np.float32) if extra is None else np.asarray(extra, np.float32)
+    ex = ex.reshape(k, -1) if ex.size else np.zeros((k, n_extra), np.float32)
+    if ex.shape[1] == 1 and n_extra > 1:
+        ex = np.repeat(ex, n_extra, axis=1)
+    st = np.zeros(n_state, np.float32) if state is None else state
+    if st.shape != (n_state,):
+        raise ValueError(f"state must have {n_state} values, not {st.shape}")
+    prepared = []
+    for la in policy["layers"]:
+        kind = la.get("kind", "dense")
+        if kind == "lstm":
+            h = len(la["weight_hh"][0])
+            zero = np.zeros(4 * h, np.float32)
+            b = sum(
+                (np.asarray(la[k], np.float32) if la.get(k) is not None else zero)
+                for k in ("bias_ih", "bias_hh")
+            )
+            prepared.append(
+                (
+                    "lstm",
+                    np.asarray(la["weight_ih"], np.float32),
+                    np.asarray(la["weight_hh"], np.float32),
+                    b,
+                    h,
+                )
+            )
+        elif kind == "concat":
+            clip = la.get("clip")
+            prepared.append(("concat", None if clip is None else (clip[0], clip[1])))
+        else:
+            w = np.asarray(la["weight"], np.float32)
+            b = la.get("bias")
+            bias = np.zeros(w.shape[0], np.float32) if b is None else np.asarray(b, np.float32)
+            prepared.append(("dense", w, bias, la.get("activation", "none")))
+    out = np.zeros((k, outputs), np.float32)
+    for t in range(k):
+        v = x[t]
+        e = 0
+        at = 0
+        for p in prepared:
+            if p[0] == "dense":
+                v = _act((p[1] @ v + p[2]).astype(np.float32), p[3])
+            elif p[0] == "concat":
+                r = ex[t, e]
+                if p[1] is not None:
+                    r = np.clip(r, np.float32(p[1][0]), np.float32(p[1][1]))
+                v = np.concatenate([v, np.array([r], np.float32)])
+                e += 1
+            else:
+                _, w_ih, w_hh, b, h = p
+                hs, cs = st[at : at + h], st[at + h : at + 2 * h]
+                g = (w_ih @ v + w_hh @ hs + b).astype(np.float32)
+                i, f = _sigmoid(g[:h]), _sigmoid(g[h : 2 * h])
+                gg, o = np.tanh(g[2 * h : 3 * h]), _sigmoid(g[3 * h :])
+                c = (f * cs + i * gg).astype(np.float32)
+                hn = (o * np.tanh(c)).astype(np.float32)
+                st[at : at + h], st[at + h : at + 2 * h] = hn, c
+                v = hn
+                at += 2 * h
+        out[t] = _act(np.asarray(v, np.float32), policy.get("output", "none"))
+    return out
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):  # exp(-x) = inf gives 0, as in the simulator
+        return (np.float32(1.0) / (np.float32(1.0) + np.exp(-x))).astype(np.float32)

@@ -90,6 +90,7 @@ def load_scenario(
     for text in overrides or ():
         apply_override(data, text)
     _resolve_workload_cdfs(data, base_dir)
+    _resolve_queue_policy(data)
     return data, base_dir
 
 
@@ -225,6 +226,26 @@ def apply_override(data: dict[str, Any], text: str) -> None:
             node[part] = value
         else:
             node = node[part]
+
+
+def _resolve_queue_policy(data: dict[str, Any]) -> None:
+    """A bare ``agent.queue_policy`` name (no folder, no ``.json``) is a bundled policy
+    (``ccgym/policies/<name>.json``), replaced by its absolute path; a path is left to the
+    simulator, which reads it relative to the scenario's folder."""
+    agent = data.get("agent")
+    if not isinstance(agent, dict) or not isinstance(agent.get("queue_policy"), str):
+        return
+    name: str = agent["queue_policy"]
+    if not name or "/" in name or "\\" in name or name.endswith(".json"):
+        return
+    path = PACKAGE_DIR / "policies" / f"{name}.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in (PACKAGE_DIR / "policies").glob("*.json")))
+        raise ScenarioError(
+            f'agent.queue_policy: value "{name}": no bundled policy of that name (bundled: '
+            f"{known or 'none'}; or give the path of a policy file)"
+        )
+    agent["queue_policy"] = str(path)
 
 
 def _resolve_workload_cdfs(data: dict[str, Any], base_dir: Path) -> None:

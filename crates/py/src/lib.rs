@@ -684,18 +684,49 @@ fn load_mlp(policy_json: &str, precision: &str) -> PyResult<ccgym_sim::policy::M
 }
 
 /// Evaluates a policy file's network natively, as the simulator does, on each row of
-/// `obs` (K x inputs, float32); returns the outputs (K x outputs, float32).
+/// `obs` (K x inputs, float32); returns the outputs (K x outputs, float32; with
+/// `all_outputs`, every output of the last layer, not only the action's). A
+/// recurrent (version-2) network takes the rows as consecutive decisions of one
+/// agent, from a zero state, with `extra` (K x 1, the agent's last reward; default
+/// zeros) for its concat steps.
 #[pyfunction]
-#[pyo3(signature = (policy_json, obs, precision = "float32"))]
+#[pyo3(signature = (policy_json, obs, precision = "float32", extra = None, all_outputs = false))]
 fn policy_forward<'py>(
     py: Python<'py>,
     policy_json: &str,
     obs: PyReadonlyArray2<'py, f32>,
     precision: &str,
+    extra: Option<PyReadonlyArray2<'py, f32>>,
+    all_outputs: bool,
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
     let mlp = load_mlp(policy_json, precision)?;
     let obs = obs.as_array();
-    let (k, n_in, n_out) = (obs.nrows(), mlp.inputs(), mlp.outputs());
+    let n_out = if all_outputs { mlp.all_outputs() } else { mlp.outputs() };
+    let (k, n_in) = (obs.nrows(), mlp.inputs());
+    if mlp.state_len() > 0 || mlp.extra_inputs() > 0 {
+        if obs.ncols() != n_in {
+            return Err(PyValueError::new_err(format!(
+                "the policy takes {n_in} inputs, obs has {} columns",
+                obs.ncols()
+            )));
+        }
+        let extra = extra.as_ref().map(|e| e.as_array());
+        if let Some(e) = &extra {
+            if e.nrows() != k || e.ncols() != 1 {
+                return Err(PyValueError::new_err(format!("extra must be {k} x 1 (the last reward of each row)")));
+            }
+        }
+        let mut out = vec![0.0f32; k * n_out];
+        let mut scratch = vec![0.0f32; mlp.scratch_len()];
+        let mut state = vec![0.0f32; mlp.state_len()];
+        let x: Vec<f32> = obs.iter().copied().collect();
+        for (t, o) in out.chunks_exact_mut(n_out.max(1)).enumerate() {
+            let r = extra.as_ref().map_or(0.0, |e| e[[t, 0]]);
+            let ex = [r; ccgym_sim::policy::MAX_EXTRA];
+            mlp.forward_step(&x[t * n_in..(t + 1) * n_in], &ex, &mut state, o, &mut scratch);
+        }
+        return out.into_pyarray(py).reshape([k, n_out]);
+    }
     if obs.ncols() != n_in {
         return Err(PyValueError::new_err(format!("the policy takes {n_in} inputs, obs has {} columns", obs.ncols())));
     }

@@ -685,6 +685,11 @@ pub struct AgentConfig {
     /// with it, each agent's port uses them scaled by its rate over this one
     /// (as `switch.ecn.reference_rate`). None: absolute bytes at every port.
     pub ecn_reference_rate: Option<Rate>,
+    /// Switch-queue agents: a native policy (the path of a `ccgym-mlp` file,
+    /// a Q-network with one output per `ecn_profiles` entry) that every queue
+    /// agent answers itself with (argmax, ties to the lowest index); empty:
+    /// queue agents are answered through the stepping API.
+    pub queue_policy: String,
 }
 
 /// An ECN marking profile a switch-queue agent can select (`agent.ecn_profiles`).
@@ -765,6 +770,7 @@ impl Default for AgentConfig {
             queue_peak_weight: 0.5,
             queue_mean_weight: 0.5,
             ecn_reference_rate: None,
+            queue_policy: String::new(),
         }
     }
 }
@@ -796,6 +802,10 @@ pub struct MetricsConfig {
     /// percentiles in the summary (`flows.one_way_delay_ms`): Pantheon's delay
     /// metric. Off by default so that summaries keep their keys.
     pub one_way_delay: bool,
+    /// Record the ECN profile in force on every switch data queue over time
+    /// (its changes, and where each queue starts): true, false or "auto" (on
+    /// when the scenario has switch-queue agents).
+    pub ecn_series: serde_json::Value,
 }
 
 /// Default upper edges of the flow-size buckets (bytes): up to 10 KB,
@@ -826,6 +836,7 @@ impl Default for MetricsConfig {
             breakdown: false,
             size_buckets: None,
             one_way_delay: false,
+            ecn_series: serde_json::Value::String("auto".into()),
         }
     }
 }

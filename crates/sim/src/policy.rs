@@ -30,6 +30,34 @@
 //!
 //! `ccgym.policies.forward(policy, obs, "int8")` is the Python reference of the same
 //! arithmetic; the two agree bit for bit (up to the libm `tanh` of a `tanh` activation).
+//!
+//! Version 2 adds steps with memory, for recurrent policies such as MVFST-RL's (FC, FC,
+//! the clipped last reward appended, an LSTM, policy and value heads). Its `layers` are
+//! steps in order, each a dense layer as above (`"kind": "dense"` may be given) or:
+//!
+//! ```json
+//! {"kind": "concat", "source": "reward", "size": 1, "clip": [-1.0, 1.0]}
+//! {"kind": "lstm", "weight_ih": [[...]], "weight_hh": [[...]], "bias_ih": [...], "bias_hh": [...]}
+//! ```
+//!
+//! and the file may say `"action_outputs": A`: the first `A` outputs of the last layer are
+//! the action's (the scores an argmax picks from, or the continuous action), the rest (a
+//! value head stacked under the policy head) are computed and not used.
+//!
+//! * `concat` appends the agent's last reward (the one delivered with this observation: the
+//!   outcome of its previous action), clipped to `clip` when given, to the current vector.
+//! * `lstm` is one step of one PyTorch `nn.LSTM` layer, exactly: `weight_ih` is `[4H][in]`,
+//!   `weight_hh` `[4H][H]`, the biases `[4H]` (or null), the 4H rows in PyTorch's gate order
+//!   i, f, g, o; `gates = (W_ih x + b_ih) + (W_hh h + b_hh)`, `i, f, o = sigmoid`, `g = tanh`,
+//!   `c' = f c + i g`, `h' = o tanh(c')`, and the step's output is `h'`.
+//! * The state (h then c of each `lstm` step, [`Mlp::state_len`] floats) is kept per agent
+//!   by the caller ([`Mlp::forward_step`]); the simulator keeps one per agent flow and per
+//!   queue agent, zero at the start of a run (an episode) until its first decision.
+//!
+//! Version 2 runs in float32 only (a file with `concat` or `lstm` steps refuses int8); a
+//! version-2 file of dense layers only is the same network as version 1. float32 results
+//! agree with `ccgym.policies.forward_steps` and with `torch.nn.LSTM` to rounding (about
+//! 1e-6 relative; sums are taken in another order).
 
 use serde::Deserialize;
 
@@ -67,6 +95,10 @@ impl Activation {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LayerFile {
+    /// `"dense"` (the default); other kinds have their own shape below.
+    #[serde(default)]
+    #[allow(dead_code)]
+    kind: Option<String>,
     weight: Vec<Vec<f32>>,
     #[serde(default)]
     bias: Option<Vec<f32>>,
@@ -76,6 +108,37 @@ struct LayerFile {
 
 fn default_act() -> String {
     "none".into()
+}
+
+/// A `concat` step (version 2): extra inputs appended to the current vector.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConcatFile {
+    #[allow(dead_code)]
+    kind: String,
+    source: String,
+    #[serde(default = "one")]
+    size: usize,
+    #[serde(default)]
+    clip: Option<[f32; 2]>,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// An `lstm` step (version 2): one PyTorch `nn.LSTM` layer, one time step.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LstmFile {
+    #[allow(dead_code)]
+    kind: String,
+    weight_ih: Vec<Vec<f32>>,
+    weight_hh: Vec<Vec<f32>>,
+    #[serde(default)]
+    bias_ih: Option<Vec<f32>>,
+    #[serde(default)]
+    bias_hh: Option<Vec<f32>>,
 }
 
 #[derive(Deserialize)]
@@ -89,9 +152,13 @@ struct Int8File {
 struct MlpFile {
     format: String,
     version: u32,
-    layers: Vec<LayerFile>,
+    layers: Vec<serde_json::Value>,
     #[serde(default = "default_act")]
     output: String,
+    /// Version 2: the first this many outputs are the action's (the rest, e.g. a value
+    /// head, are computed and not used); default: all.
+    #[serde(default)]
+    action_outputs: Option<usize>,
     #[serde(default)]
     int8: Option<Int8File>,
     #[serde(default)]
@@ -472,25 +539,181 @@ pub enum Precision {
     Int8,
 }
 
-/// A multilayer perceptron loaded from a policy file.
+/// A multilayer perceptron loaded from a policy file (version 2: with `concat`
+/// and `lstm` steps between its dense layers).
 #[derive(Clone, Debug)]
 pub struct Mlp {
+    /// The dense layers of a network made of dense layers only (empty otherwise).
     layers: Vec<Layer>,
     output: Activation,
     precision: Precision,
     /// Floats in each half of the scratch space: whole blocks of [`LANES`].
     width: usize,
+    /// The steps of a network with `concat` or `lstm` steps (empty otherwise).
+    steps: Vec<Step>,
+    /// Inputs (the observation).
+    n_inputs: usize,
+    /// Outputs of the last step.
+    n_outputs: usize,
+    /// Outputs that are the action's (the first ones).
+    n_action: usize,
+    /// Extra inputs the `concat` steps take, in order.
+    n_extra: usize,
+    /// Floats of recurrent state per agent (h and c of every `lstm` step).
+    n_state: usize,
+    /// Floats of one LSTM gate buffer (4 H, whole blocks), 0 without `lstm`.
+    gates: usize,
+}
+
+/// One step of a version-2 network.
+#[derive(Clone, Debug)]
+enum Step {
+    /// A dense layer.
+    Dense(Layer),
+    /// Append `size` extra inputs, clipped to `clip`.
+    Concat { size: usize, clip: Option<(f32, f32)> },
+    /// An LSTM layer.
+    Lstm(Lstm),
+}
+
+/// One PyTorch `nn.LSTM` layer (gate order i, f, g, o), one time step.
+#[derive(Clone, Debug)]
+struct Lstm {
+    hidden: usize,
+    /// `W_ih x + b_ih`: inputs to the 4 H gate pre-activations.
+    ih: Layer,
+    /// `W_hh h + b_hh`.
+    hh: Layer,
+    /// Where this layer's h (then c) starts in an agent's state.
+    state: usize,
+}
+
+/// The index of the largest score, the lowest of equal ones (as `numpy.argmax` and
+/// `torch.argmax`); a NaN score never wins over a number. 0 for no scores.
+pub fn argmax(scores: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &q) in scores.iter().enumerate().skip(1) {
+        if q > scores[best] || scores[best].is_nan() && !q.is_nan() {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Most `concat` steps (extra inputs) a network may have.
+pub const MAX_EXTRA: usize = 8;
+
+/// `1 / (1 + exp(-x))`.
+#[inline]
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// A dense layer `[out][in]` as evaluated ([`Layer`]), checked: rectangular, finite, `inputs`
+/// matching `prev` when given. `what` names it in messages.
+fn dense_layer(
+    what: &str,
+    weight: &[Vec<f32>],
+    bias: Option<&[f32]>,
+    act: Activation,
+    prev: Option<usize>,
+    precision: Precision,
+    input_amax: Option<f32>,
+) -> Result<Layer, String> {
+    let outputs = weight.len();
+    let inputs = weight.first().map_or(0, |r| r.len());
+    if outputs == 0 || inputs == 0 || weight.iter().any(|r| r.len() != inputs) {
+        return Err(format!("{what}: weight must be a non-empty rectangular [out][in] matrix"));
+    }
+    if let Some(p) = prev {
+        if p != inputs {
+            return Err(format!("{what}: takes {inputs} inputs but the previous layer gives {p}"));
+        }
+    }
+    let mut bias = bias.map_or_else(|| vec![0.0; outputs], <[f32]>::to_vec);
+    if bias.len() != outputs {
+        return Err(format!("{what}: bias has {} values for {outputs} outputs", bias.len()));
+    }
+    if weight.iter().flatten().chain(&bias).any(|v| !v.is_finite()) {
+        return Err(format!("{what}: weights must be finite"));
+    }
+    if precision == Precision::Int8 && (inputs > 256 || outputs > 256) {
+        return Err("int8 inference supports at most 256 inputs and outputs per layer".into());
+    }
+    let in_scale = match input_amax {
+        Some(a) if a > 0.0 && a.is_finite() => 127.0 / a,
+        _ => 1.0,
+    };
+    if precision == Precision::Int8 {
+        // -0 as +0: the same sums (the int32 sum is never -0), and `acc + b` is then
+        // +0 for an `acc` of either zero (see `Tile::eval_n`).
+        for b in bias.iter_mut().filter(|b| **b == 0.0) {
+            *b = 0.0;
+        }
+    }
+    let blocks = outputs.div_ceil(LANES);
+    let padded = blocks * LANES;
+    // The weights as used, transposed ([in][out], outputs padded with zeros; int8:
+    // quantised with the row's scale), and the int8 dequantisation per output.
+    let mut wt = vec![0f32; inputs * padded];
+    let mut dequant = vec![0f32; padded];
+    for (r, row) in weight.iter().enumerate() {
+        let s = match precision {
+            Precision::Float32 => None,
+            Precision::Int8 => {
+                let amax = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                let s = if amax > 0.0 { 127.0 / amax } else { 1.0 };
+                dequant[r] = 1.0 / (in_scale * s);
+                Some(s)
+            }
+        };
+        for (col, v) in wt.chunks_exact_mut(padded).zip(row) {
+            col[r] = s.map_or(*v, |s| quantise(v * s));
+        }
+    }
+    let per_output = |v: &[f32], first: usize| -> [F4; TILE] {
+        std::array::from_fn(|b| {
+            F4::load(&std::array::from_fn(|k| v.get(first + b * LANES + k).copied().unwrap_or(0.0)))
+        })
+    };
+    let tiles = (0..blocks)
+        .step_by(TILE)
+        .map(|t| {
+            let n = (blocks - t).min(TILE);
+            let cols = t * LANES..(t + n) * LANES;
+            let weight =
+                wt.chunks_exact(padded).flat_map(|col| col[cols.clone()].as_chunks().0).map(F4::load).collect();
+            Tile { blocks: n, weight, bias: per_output(&bias, t * LANES), dequant: per_output(&dequant, t * LANES) }
+        })
+        .collect();
+    Ok(Layer { inputs, outputs, blocks, tiles, act, in_scale })
 }
 
 impl Mlp {
     /// Parses a policy file's text.
     pub fn from_json(text: &str, precision: Precision) -> Result<Mlp, String> {
         let f: MlpFile = serde_json::from_str(text).map_err(|e| format!("not a ccgym policy file: {e}"))?;
-        if f.format != "ccgym-mlp" || f.version != 1 {
+        if f.format != "ccgym-mlp" || !(f.version == 1 || f.version == 2) {
             return Err(format!("unsupported policy format {} version {}", f.format, f.version));
         }
         if f.layers.is_empty() {
             return Err("the policy has no layers".into());
+        }
+        let kind = |v: &serde_json::Value| v.get("kind").and_then(|k| k.as_str()).unwrap_or("dense").to_string();
+        let kinds: Vec<String> = f.layers.iter().map(kind).collect();
+        if let Some((i, k)) = kinds.iter().enumerate().find(|(_, k)| !["dense", "concat", "lstm"].contains(&k.as_str()))
+        {
+            return Err(format!("layer {i}: unknown kind \"{k}\" (use dense, concat or lstm)"));
+        }
+        let stepped = kinds.iter().any(|k| k != "dense");
+        if f.version == 1 && (stepped || f.action_outputs.is_some()) {
+            return Err("concat and lstm layers and action_outputs need \"version\": 2".into());
+        }
+        if stepped {
+            if precision == Precision::Int8 {
+                return Err("int8 inference does not support concat or lstm layers (use float32)".into());
+            }
+            return Mlp::stepped(&f, precision);
         }
         if precision == Precision::Int8 {
             match &f.int8 {
@@ -499,114 +722,252 @@ impl Mlp {
                 None => return Err("the policy file has no int8 calibration (export it with calibration data)".into()),
             }
         }
-        let mut layers = Vec::new();
-        let mut prev: Option<usize> = None;
-        for (i, l) in f.layers.iter().enumerate() {
-            let outputs = l.weight.len();
-            let inputs = l.weight.first().map_or(0, |r| r.len());
-            if outputs == 0 || inputs == 0 || l.weight.iter().any(|r| r.len() != inputs) {
-                return Err(format!("layer {i}: weight must be a non-empty rectangular [out][in] matrix"));
-            }
-            if let Some(p) = prev {
-                if p != inputs {
-                    return Err(format!("layer {i}: takes {inputs} inputs but the previous layer gives {p}"));
-                }
-            }
-            let mut bias = l.bias.clone().unwrap_or_else(|| vec![0.0; outputs]);
-            if bias.len() != outputs {
-                return Err(format!("layer {i}: bias has {} values for {outputs} outputs", bias.len()));
-            }
-            if l.weight.iter().flatten().chain(&bias).any(|v| !v.is_finite()) {
-                return Err(format!("layer {i}: weights must be finite"));
-            }
-            if precision == Precision::Int8 && (inputs > 256 || outputs > 256) {
-                return Err("int8 inference supports at most 256 inputs and outputs per layer".into());
-            }
-            let in_scale = match &f.int8 {
-                Some(q) => {
-                    let a = q.input_amax.get(i).copied().unwrap_or(1.0);
-                    if a > 0.0 && a.is_finite() {
-                        127.0 / a
-                    } else {
-                        1.0
-                    }
-                }
-                None => 1.0,
-            };
-            if precision == Precision::Int8 {
-                // -0 as +0: the same sums (the int32 sum is never -0), and `acc + b` is then
-                // +0 for an `acc` of either zero (see `Tile::eval_n`).
-                for b in bias.iter_mut().filter(|b| **b == 0.0) {
-                    *b = 0.0;
-                }
-            }
-            let blocks = outputs.div_ceil(LANES);
-            let padded = blocks * LANES;
-            // The weights as used, transposed ([in][out], outputs padded with zeros; int8:
-            // quantised with the row's scale), and the int8 dequantisation per output.
-            let mut wt = vec![0f32; inputs * padded];
-            let mut dequant = vec![0f32; padded];
-            for (r, row) in l.weight.iter().enumerate() {
-                let s = match precision {
-                    Precision::Float32 => None,
-                    Precision::Int8 => {
-                        let amax = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-                        let s = if amax > 0.0 { 127.0 / amax } else { 1.0 };
-                        dequant[r] = 1.0 / (in_scale * s);
-                        Some(s)
-                    }
-                };
-                for (col, v) in wt.chunks_exact_mut(padded).zip(row) {
-                    col[r] = s.map_or(*v, |s| quantise(v * s));
-                }
-            }
-            let per_output = |v: &[f32], first: usize| -> [F4; TILE] {
-                std::array::from_fn(|b| {
-                    F4::load(&std::array::from_fn(|k| v.get(first + b * LANES + k).copied().unwrap_or(0.0)))
-                })
-            };
-            let tiles = (0..blocks)
-                .step_by(TILE)
-                .map(|t| {
-                    let n = (blocks - t).min(TILE);
-                    let cols = t * LANES..(t + n) * LANES;
-                    let weight =
-                        wt.chunks_exact(padded).flat_map(|col| col[cols.clone()].as_chunks().0).map(F4::load).collect();
-                    Tile {
-                        blocks: n,
-                        weight,
-                        bias: per_output(&bias, t * LANES),
-                        dequant: per_output(&dequant, t * LANES),
-                    }
-                })
-                .collect();
-            layers.push(Layer {
-                inputs,
-                outputs,
-                blocks,
-                tiles,
-                act: Activation::parse(&l.activation).map_err(|e| format!("layer {i}: {e}"))?,
-                in_scale,
-            });
-            prev = Some(outputs);
+        let mut layers: Vec<Layer> = Vec::new();
+        for (i, v) in f.layers.iter().enumerate() {
+            let l: LayerFile = serde_json::from_value(v.clone()).map_err(|e| format!("layer {i}: {e}"))?;
+            let act = Activation::parse(&l.activation).map_err(|e| format!("layer {i}: {e}"))?;
+            let amax = f.int8.as_ref().map(|q| q.input_amax.get(i).copied().unwrap_or(1.0));
+            let prev = layers.last().map(|l| l.outputs);
+            layers.push(dense_layer(&format!("layer {i}"), &l.weight, l.bias.as_deref(), act, prev, precision, amax)?);
         }
         let width = layers.iter().map(|l| l.inputs.div_ceil(LANES).max(l.blocks)).max().unwrap_or(1) * LANES;
-        Ok(Mlp { layers, output: Activation::parse(&f.output)?, precision, width })
+        let (n_inputs, n_outputs) = (layers[0].inputs, layers[layers.len() - 1].outputs);
+        let n_action = Mlp::action_outputs(&f, n_outputs)?;
+        Ok(Mlp {
+            layers,
+            output: Activation::parse(&f.output)?,
+            precision,
+            width,
+            steps: vec![],
+            n_inputs,
+            n_outputs,
+            n_action,
+            n_extra: 0,
+            n_state: 0,
+            gates: 0,
+        })
+    }
+
+    /// `action_outputs` of a file, checked against the last layer's outputs.
+    fn action_outputs(f: &MlpFile, n_outputs: usize) -> Result<usize, String> {
+        match f.action_outputs {
+            None => Ok(n_outputs),
+            Some(a) if a >= 1 && a <= n_outputs => Ok(a),
+            Some(a) => Err(format!("action_outputs is {a} but the last layer has {n_outputs} outputs")),
+        }
+    }
+
+    /// A version-2 network with `concat` or `lstm` steps (float32).
+    fn stepped(f: &MlpFile, precision: Precision) -> Result<Mlp, String> {
+        let mut steps = vec![];
+        let mut cur: Option<usize> = None;
+        let (mut n_extra, mut n_state, mut width, mut gates) = (0, 0, 0, 0);
+        let mut n_inputs = 0;
+        for (i, v) in f.layers.iter().enumerate() {
+            let what = format!("layer {i}");
+            let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("dense");
+            let step = match kind {
+                "concat" => {
+                    let c: ConcatFile = serde_json::from_value(v.clone()).map_err(|e| format!("{what}: {e}"))?;
+                    if c.source != "reward" {
+                        return Err(format!("{what}: unknown concat source \"{}\" (use \"reward\")", c.source));
+                    }
+                    let Some(prev) = cur else {
+                        return Err(format!("{what}: a concat step needs a layer before it"));
+                    };
+                    if c.size != 1 {
+                        return Err(format!("{what}: source \"reward\" has size 1, not {}", c.size));
+                    }
+                    if n_extra == MAX_EXTRA {
+                        return Err(format!("{what}: at most {MAX_EXTRA} concat steps"));
+                    }
+                    let clip = match c.clip {
+                        Some([lo, hi]) if lo <= hi && lo.is_finite() && hi.is_finite() => Some((lo, hi)),
+                        Some(_) => return Err(format!("{what}: clip must be [low, high] with low <= high")),
+                        None => None,
+                    };
+                    n_extra += c.size;
+                    cur = Some(prev + c.size);
+                    Step::Concat { size: c.size, clip }
+                }
+                "lstm" => {
+                    let l: LstmFile = serde_json::from_value(v.clone()).map_err(|e| format!("{what}: {e}"))?;
+                    let rows = l.weight_ih.len();
+                    if rows == 0 || !rows.is_multiple_of(4) {
+                        return Err(format!("{what}: weight_ih must have 4 H rows (gates i, f, g, o), not {rows}"));
+                    }
+                    let hidden = rows / 4;
+                    if l.weight_hh.len() != rows || l.weight_hh.iter().any(|r| r.len() != hidden) {
+                        return Err(format!("{what}: weight_hh must be [4 H][H] = [{rows}][{hidden}]"));
+                    }
+                    let ih = dense_layer(
+                        &format!("{what} (weight_ih)"),
+                        &l.weight_ih,
+                        l.bias_ih.as_deref(),
+                        Activation::None,
+                        cur,
+                        precision,
+                        None,
+                    )?;
+                    let hh = dense_layer(
+                        &format!("{what} (weight_hh)"),
+                        &l.weight_hh,
+                        l.bias_hh.as_deref(),
+                        Activation::None,
+                        Some(hidden),
+                        precision,
+                        None,
+                    )?;
+                    if cur.is_none() {
+                        n_inputs = ih.inputs;
+                    }
+                    width = width.max(ih.inputs).max(hidden);
+                    gates = gates.max(ih.blocks * LANES);
+                    let state = n_state;
+                    n_state += 2 * hidden;
+                    cur = Some(hidden);
+                    Step::Lstm(Lstm { hidden, ih, hh, state })
+                }
+                _ => {
+                    let l: LayerFile = serde_json::from_value(v.clone()).map_err(|e| format!("{what}: {e}"))?;
+                    let act = Activation::parse(&l.activation).map_err(|e| format!("{what}: {e}"))?;
+                    let layer = dense_layer(&what, &l.weight, l.bias.as_deref(), act, cur, precision, None)?;
+                    if cur.is_none() {
+                        n_inputs = layer.inputs;
+                    }
+                    width = width.max(layer.inputs).max(layer.blocks * LANES);
+                    cur = Some(layer.outputs);
+                    Step::Dense(layer)
+                }
+            };
+            width = width.max(cur.unwrap_or(0));
+            steps.push(step);
+        }
+        let n_outputs = cur.unwrap_or(0);
+        let n_action = Mlp::action_outputs(f, n_outputs)?;
+        Ok(Mlp {
+            layers: vec![],
+            output: Activation::parse(&f.output)?,
+            precision,
+            width: width.div_ceil(LANES) * LANES,
+            steps,
+            n_inputs,
+            n_outputs,
+            n_action,
+            n_extra,
+            n_state,
+            gates,
+        })
     }
 
     /// Number of inputs.
     pub fn inputs(&self) -> usize {
-        self.layers[0].inputs
+        self.n_inputs
     }
 
-    /// Number of outputs.
+    /// Number of outputs the action is chosen from (all outputs, unless the file's
+    /// `action_outputs` says the first ones; the others, e.g. a value head, are not used).
     pub fn outputs(&self) -> usize {
-        self.layers[self.layers.len() - 1].outputs
+        self.n_action
+    }
+
+    /// Number of outputs of the last layer (action outputs first).
+    pub fn all_outputs(&self) -> usize {
+        self.n_outputs
+    }
+
+    /// Extra inputs the `concat` steps take (the agent's last reward), in order.
+    pub fn extra_inputs(&self) -> usize {
+        self.n_extra
+    }
+
+    /// Floats of recurrent state one agent keeps (h and c of each `lstm` step);
+    /// 0 for a network without memory.
+    pub fn state_len(&self) -> usize {
+        self.n_state
     }
 
     /// Evaluates the network on `x` (at least [`Mlp::inputs`] values), writing the
-    /// outputs into `out`; `scratch` must hold at least [`Mlp::scratch_len`] floats.
+    /// outputs into `out` (up to [`Mlp::all_outputs`] of them: as many as `out` holds);
+    /// `scratch` must hold at least [`Mlp::scratch_len`] floats. A network with
+    /// `concat` or `lstm` steps is evaluated from a zero state with zero extra inputs
+    /// (one step of a fresh agent); see [`Mlp::forward_step`].
     pub fn forward(&self, x: &[f32], out: &mut [f32], scratch: &mut [f32]) {
+        if !self.steps.is_empty() {
+            let (scratch, state) = scratch.split_at_mut(self.scratch_len() - self.n_state);
+            state.fill(0.0);
+            return self.run_steps(x, &[0.0; MAX_EXTRA], state, out, scratch);
+        }
+        self.forward_dense(x, out, scratch);
+    }
+
+    /// One decision of an agent: [`Mlp::forward`] with the `concat` steps' extra
+    /// inputs (`extra`, [`Mlp::extra_inputs`] values) and the agent's recurrent
+    /// `state` ([`Mlp::state_len`] floats, zero at the agent's start), which it
+    /// updates. For a network of dense layers only, `extra` and `state` are unused.
+    pub fn forward_step(&self, x: &[f32], extra: &[f32], state: &mut [f32], out: &mut [f32], scratch: &mut [f32]) {
+        if self.steps.is_empty() {
+            self.forward_dense(x, out, scratch);
+        } else {
+            self.run_steps(x, extra, &mut state[..self.n_state], out, scratch);
+        }
+    }
+
+    /// The steps of a version-2 network, float32. Scratch: two halves of `width`
+    /// floats (the current vector and the next), then two LSTM gate buffers.
+    fn run_steps(&self, x: &[f32], extra: &[f32], state: &mut [f32], out: &mut [f32], scratch: &mut [f32]) {
+        let (halves, gates) = scratch[..2 * self.width + 2 * self.gates].split_at_mut(2 * self.width);
+        let (a, b) = halves.as_chunks_mut::<LANES>().0.split_at_mut(self.width / LANES);
+        let (g_in, g_rec) = gates.as_chunks_mut::<LANES>().0.split_at_mut(self.gates / LANES);
+        let (mut cur, mut next) = (a, b);
+        let mut len = self.n_inputs;
+        cur.as_flattened_mut()[..len].copy_from_slice(&x[..len]);
+        let mut extra = extra.iter();
+        for step in &self.steps {
+            match step {
+                Step::Dense(l) => {
+                    l.eval(cur.as_flattened(), next, Precision::Float32, None);
+                    std::mem::swap(&mut cur, &mut next);
+                    len = l.outputs;
+                }
+                Step::Concat { size, clip } => {
+                    let v = cur.as_flattened_mut();
+                    for slot in &mut v[len..len + size] {
+                        let e = extra.next().copied().unwrap_or(0.0);
+                        *slot = match clip {
+                            Some((lo, hi)) => e.max(*lo).min(*hi),
+                            None => e,
+                        };
+                    }
+                    len += size;
+                }
+                Step::Lstm(l) => {
+                    let h = l.hidden;
+                    let (hs, cs) = state[l.state..l.state + 2 * h].split_at_mut(h);
+                    l.ih.eval(cur.as_flattened(), g_in, Precision::Float32, None);
+                    l.hh.eval(hs, g_rec, Precision::Float32, None);
+                    let (gi, gr) = (g_in.as_flattened(), g_rec.as_flattened());
+                    let y = next.as_flattened_mut();
+                    for k in 0..h {
+                        let gate = |j: usize| gi[j * h + k] + gr[j * h + k];
+                        let (i, f, g, o) = (sigmoid(gate(0)), sigmoid(gate(1)), gate(2).tanh(), sigmoid(gate(3)));
+                        let c = f * cs[k] + i * g;
+                        cs[k] = c;
+                        hs[k] = o * c.tanh();
+                        y[k] = hs[k];
+                    }
+                    std::mem::swap(&mut cur, &mut next);
+                    len = h;
+                }
+            }
+        }
+        for (o, v) in out.iter_mut().zip(&cur.as_flattened()[..len]) {
+            *o = self.output.apply(*v);
+        }
+    }
+
+    /// A network of dense layers only.
+    fn forward_dense(&self, x: &[f32], out: &mut [f32], scratch: &mut [f32]) {
         // Two halves of whole blocks; each layer reads one and writes the other.
         let (a, b) = scratch[..2 * self.width].as_chunks_mut::<LANES>().0.split_at_mut(self.width / LANES);
         let (mut cur, mut next) = (a, b);
@@ -639,20 +1000,26 @@ impl Mlp {
                 }
             }
         }
-        let n = self.outputs();
+        let n = self.n_outputs;
         for (o, v) in out.iter_mut().zip(&cur.as_flattened()[..n]) {
             *o = self.output.apply(*v);
         }
     }
 
-    /// Scratch floats [`Mlp::forward`] needs.
+    /// Scratch floats [`Mlp::forward`] and [`Mlp::forward_step`] need.
     pub fn scratch_len(&self) -> usize {
-        2 * self.width
+        if self.steps.is_empty() {
+            2 * self.width
+        } else {
+            // Two halves, two gate buffers, and a zero state for `forward`.
+            2 * self.width + 2 * self.gates + self.n_state
+        }
     }
 
-    /// Whether the int8 path can run this network (at most 256 inputs and outputs per layer).
+    /// Whether the int8 path can run this network (dense layers only, at most 256
+    /// inputs and outputs per layer).
     pub fn int8_supported(&self) -> bool {
-        self.layers.iter().all(|l| l.inputs <= 256 && l.outputs <= 256)
+        self.steps.is_empty() && self.layers.iter().all(|l| l.inputs <= 256 && l.outputs <= 256)
     }
 }
 

@@ -535,6 +535,9 @@ impl Simulation {
                 prev = end;
             }
         }
+        if s.ecn.on {
+            out.push(ecn_table(&s.ecn));
+        }
         if !mf.is_empty() {
             out.push(Table {
                 name: "messages",
@@ -547,6 +550,28 @@ impl Simulation {
             });
         }
         out
+    }
+}
+
+/// The ECN profile log (`sim/ecn_log.rs`) as the table `ecn`: one row per
+/// change, NaN marking fields for a queue that does not mark and a NaN
+/// template for a profile that is none of `agent.ecn_profiles`.
+fn ecn_table(log: &crate::sim::EcnLog) -> Table {
+    let nan = f64::NAN;
+    let red = |f: fn(&crate::net::port::Red) -> f64| -> Vec<f64> {
+        log.profiles.iter().map(|r| r.as_ref().map_or(nan, f)).collect()
+    };
+    Table {
+        name: "ecn",
+        columns: vec![
+            ("time_s", Column::F64(log.times.iter().map(|&t| ps_to_s(t)).collect())),
+            ("port_id", Column::U64(log.ports.iter().map(|&p| p as u64).collect())),
+            ("queue", Column::U64(log.queues.iter().map(|&q| q as u64).collect())),
+            ("kmin_bytes", Column::F64(red(|r| r.kmin as f64))),
+            ("kmax_bytes", Column::F64(red(|r| r.kmax as f64))),
+            ("pmax", Column::F64(red(|r| r.pmax))),
+            ("template", Column::F64(log.templates.iter().map(|t| t.map_or(nan, |t| t as f64)).collect())),
+        ],
     }
 }
 

@@ -410,3 +410,86 @@ def slowdown_size_figure(
         _note(axes[0], "no completed flows in the window")
     fig.suptitle(title, fontsize="large")
     return fig
+
+
+# --------------------------------------------------------------------------- ECN over time
+
+
+def ecn_figure(tiers: Mapping[str, np.ndarray], title: str = "") -> Figure:
+    """The ECN settings in force over time, one panel per switch tier, next to its queue.
+
+    ``tiers`` is what :func:`ccgym.acc.ecn_series.tier_series` returns. Queue and thresholds
+    share one axis in kB, so the panel shows where the queue sits against the marking ramp:
+    the tier's mean queue (solid) and largest (thin), Kmin and Kmax in force (dashed, the mean
+    over the tier's queues, shaded between the lowest and highest when queues differ), and
+    Pmax (dotted, right axis). The title of each panel names the most common template at the
+    end of the run and how many profile changes the tier saw.
+    """
+    groups = [str(g) for g in np.asarray(tiers["groups"]).reshape(-1)]
+    n = max(len(groups), 1)
+    fig = Figure(figsize=(8.0, 1.0 + 2.1 * n), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0])
+    t_ms = np.asarray(tiers["time_s"], dtype=float) * 1e3
+    if not groups:
+        _note(axes[0], "no switch data queues")
+    for g, (ax, name) in enumerate(zip(axes, groups, strict=False)):
+        kb = {
+            k: np.asarray(tiers[k], dtype=float)[g] / 1e3
+            for k in (
+                "queue_mean_bytes",
+                "queue_max_bytes",
+                "kmin_bytes",
+                "kmin_lo_bytes",
+                "kmin_hi_bytes",
+                "kmax_bytes",
+                "kmax_lo_bytes",
+                "kmax_hi_bytes",
+            )
+        }
+        ax.plot(t_ms, kb["queue_mean_bytes"], color=_LINE_COLOR, linewidth=1.0, label="queue mean")
+        ax.plot(
+            t_ms,
+            kb["queue_max_bytes"],
+            color=_LINE_COLOR,
+            linewidth=0.5,
+            alpha=0.6,
+            label="queue max",
+        )
+        for key, color in (("kmin", "tab:green"), ("kmax", "tab:red")):
+            ax.step(
+                t_ms,
+                kb[f"{key}_bytes"],
+                where="post",
+                color=color,
+                linestyle="--",
+                linewidth=1.0,
+                label=key.capitalize(),
+            )
+            lo, hi = kb[f"{key}_lo_bytes"], kb[f"{key}_hi_bytes"]
+            if np.any(np.isfinite(lo) & (hi > lo)):
+                ax.fill_between(t_ms, lo, hi, step="post", color=color, alpha=0.12, linewidth=0)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("kB")
+        ax.grid(True, color="0.85", linewidth=0.6)
+        pmax = np.asarray(tiers["pmax"], dtype=float)[g]
+        ax_p = ax.twinx()
+        ax_p.step(t_ms, pmax, where="post", color="0.35", linestyle=":", linewidth=1.0)
+        ax_p.set_ylim(0, 1.05)
+        ax_p.set_ylabel("Pmax", color="0.35")
+        template = np.asarray(tiers["template"], dtype=float)[g]
+        last = template[np.isfinite(template)]
+        changes = int(np.asarray(tiers["changes"]).reshape(-1)[g])
+        what = f"template {int(last[-1])} at the end" if len(last) else "no template"
+        ax.set_title(
+            f"{name}: queue and ECN profile ({what}, {changes} changes)",
+            fontsize="medium",
+            loc="left",
+        )
+        if g == 0:
+            ax.legend(loc="upper right", fontsize="x-small", ncols=4)
+    axes[-1].set_xlabel("time (ms)")
+    if len(t_ms):
+        axes[-1].set_xlim(0, t_ms[-1])
+    if title:
+        fig.suptitle(title, fontsize="large")
+    return fig

@@ -249,3 +249,121 @@ fn sse2_matches_portable() {
         }
     }
 }
+
+// ---- version 2: concat and lstm steps
+
+/// Deterministic weights in [-1, 1) for the recurrent tests.
+fn weights(seed: &mut u64, rows: usize, cols: usize) -> Vec<Vec<f32>> {
+    (0..rows)
+        .map(|_| {
+            (0..cols)
+                .map(|_| {
+                    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// 3 -> dense 5 relu -> concat reward clipped to [-1, 1] -> LSTM(6, 4) -> dense 3 (2 action
+/// scores and a value), as JSON, and its parts for the reference.
+fn recurrent_net() -> (String, Vec<Vec<Vec<f32>>>) {
+    let mut seed = 7;
+    let parts = vec![
+        weights(&mut seed, 5, 3),  // w1
+        weights(&mut seed, 1, 5),  // b1 (one row)
+        weights(&mut seed, 16, 6), // w_ih
+        weights(&mut seed, 16, 4), // w_hh
+        weights(&mut seed, 1, 16), // b_ih
+        weights(&mut seed, 1, 16), // b_hh
+        weights(&mut seed, 3, 4),  // w2
+        weights(&mut seed, 1, 3),  // b2
+    ];
+    let json = serde_json::json!({
+        "format": "ccgym-mlp", "version": 2, "output": "none", "action_outputs": 2,
+        "layers": [
+            {"weight": parts[0], "bias": parts[1][0], "activation": "relu"},
+            {"kind": "concat", "source": "reward", "size": 1, "clip": [-1.0, 1.0]},
+            {"kind": "lstm", "weight_ih": parts[2], "weight_hh": parts[3], "bias_ih": parts[4][0], "bias_hh": parts[5][0]},
+            {"kind": "dense", "weight": parts[6], "bias": parts[7][0], "activation": "none"},
+        ],
+    });
+    (json.to_string(), parts)
+}
+
+/// The same network, written out the plain way (f64, PyTorch's gate order i, f, g, o).
+fn recurrent_reference(p: &[Vec<Vec<f32>>], x: &[f32], reward: f32, h: &mut [f64], c: &mut [f64]) -> Vec<f64> {
+    let dense = |w: &Vec<Vec<f32>>, b: &[f32], x: &[f64]| -> Vec<f64> {
+        w.iter().zip(b).map(|(r, &b)| r.iter().zip(x).map(|(&w, &x)| w as f64 * x).sum::<f64>() + b as f64).collect()
+    };
+    let x: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let mut y: Vec<f64> = dense(&p[0], &p[1][0], &x).into_iter().map(|v| v.max(0.0)).collect();
+    y.push((reward as f64).clamp(-1.0, 1.0));
+    let gi = dense(&p[2], &p[4][0], &y);
+    let gh = dense(&p[3], &p[5][0], h);
+    let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+    for k in 0..4 {
+        let g = |j: usize| gi[j * 4 + k] + gh[j * 4 + k];
+        c[k] = sig(g(1)) * c[k] + sig(g(0)) * g(2).tanh();
+        h[k] = sig(g(3)) * c[k].tanh();
+    }
+    dense(&p[6], &p[7][0], h)
+}
+
+#[test]
+fn lstm_steps_match_the_reference_and_carry_their_state() {
+    let (json, parts) = recurrent_net();
+    let m = Mlp::from_json(&json, Precision::Float32).unwrap();
+    assert_eq!((m.inputs(), m.outputs(), m.all_outputs()), (3, 2, 3));
+    assert_eq!((m.extra_inputs(), m.state_len()), (1, 8));
+    assert!(!m.int8_supported());
+    let mut scratch = vec![0.0; m.scratch_len()];
+    let mut state = vec![0.0f32; m.state_len()];
+    let (mut h, mut c) = (vec![0.0f64; 4], vec![0.0f64; 4]);
+    let mut seed = 99;
+    let mut first = None;
+    for step in 0..12 {
+        let x = &weights(&mut seed, 1, 3)[0];
+        let reward = (step as f32 - 5.0) * 0.4; // crosses the clip on both sides
+        let mut out = [0.0f32; 3];
+        m.forward_step(x, &[reward], &mut state, &mut out, &mut scratch);
+        let want = recurrent_reference(&parts, x, reward, &mut h, &mut c);
+        for (o, w) in out.iter().zip(&want) {
+            assert!((*o as f64 - w).abs() < 1e-5, "step {step}: {out:?} vs {want:?}");
+        }
+        for (s, r) in state.iter().zip(h.iter().chain(&c)) {
+            assert!((*s as f64 - r).abs() < 1e-5, "step {step}: state {state:?}");
+        }
+        first.get_or_insert(out);
+    }
+    // `forward` is one step from a zero state with a zero reward.
+    let (mut h, mut c) = (vec![0.0f64; 4], vec![0.0f64; 4]);
+    let x = [0.3, -0.2, 0.9];
+    let mut out = [0.0f32; 2];
+    m.forward(&x, &mut out, &mut scratch);
+    let want = recurrent_reference(&parts, &x, 0.0, &mut h, &mut c);
+    assert!((out[0] as f64 - want[0]).abs() < 1e-5 && (out[1] as f64 - want[1]).abs() < 1e-5);
+}
+
+#[test]
+fn version_2_files_are_checked() {
+    let (json, _) = recurrent_net();
+    assert!(Mlp::from_json(&json, Precision::Int8).unwrap_err().contains("int8"));
+    let v1 = json.replace("\"version\":2", "\"version\":1");
+    assert!(Mlp::from_json(&v1, Precision::Float32).unwrap_err().contains("version\": 2"), "{v1}");
+    let unknown = json.replace("\"kind\":\"lstm\"", "\"kind\":\"gru\"");
+    assert!(Mlp::from_json(&unknown, Precision::Float32).unwrap_err().contains("unknown kind"));
+    let source = json.replace("\"source\":\"reward\"", "\"source\":\"rtt\"");
+    assert!(Mlp::from_json(&source, Precision::Float32).unwrap_err().contains("concat source"));
+    let action = json.replace("\"action_outputs\":2", "\"action_outputs\":4");
+    assert!(Mlp::from_json(&action, Precision::Float32).unwrap_err().contains("action_outputs"));
+    // A dense-only version-2 file is a version-1 network (int8 allowed with calibration).
+    let dense = NET.replace("\"version\": 1", "\"version\": 2");
+    let (a, b) = (Mlp::from_json(NET, Precision::Int8).unwrap(), Mlp::from_json(&dense, Precision::Int8).unwrap());
+    let (mut oa, mut ob) = ([0.0f32], [0.0f32]);
+    let mut s = vec![0.0; a.scratch_len()];
+    a.forward(&[1.0, 0.25], &mut oa, &mut s);
+    b.forward(&[1.0, 0.25], &mut ob, &mut s);
+    assert_eq!(oa[0].to_bits(), ob[0].to_bits());
+}

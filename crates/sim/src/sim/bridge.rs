@@ -115,6 +115,9 @@ pub(super) struct Bridge {
     answered: bool,
     /// Timing modes (see [`Timing`]).
     timing: Timing,
+    /// A recurrent native policy's state, per flow (`state_len` floats each, in
+    /// flow order; grown as flows first decide).
+    native_state: Vec<f32>,
 }
 
 /// The timing side of the bridge: when each answer lands, and the native
@@ -165,6 +168,16 @@ fn measured(since: Instant, scale: f64) -> Time {
 }
 
 impl Bridge {
+    /// The delay of an answer the simulator computed itself (a native policy's):
+    /// the inference time measured from `started` in `delay_mode = "measured"`,
+    /// otherwise a draw of the delay mode (fixed: `policy_delay`).
+    pub(super) fn native_answer_delay(&mut self, started: Instant) -> Time {
+        match &self.spec.delay {
+            DelayMode::Measured(scale) => measured(started, *scale),
+            mode => self.timing.draw(mode).unwrap_or(0),
+        }
+    }
+
     /// The checked `[agent]` table (agent flows are built from it).
     pub(super) fn spec(&self) -> &Arc<AgentSpec> {
         &self.spec
@@ -200,13 +213,27 @@ impl Simulation {
             let started = matches!(bridge.spec.delay, DelayMode::Measured(_)).then(Instant::now);
             let mut out = [0f32; 64];
             let n = mlp.outputs().min(64);
-            mlp.forward(agent.observation(), &mut out[..n], scratch);
+            let memory = mlp.state_len();
+            if memory > 0 || mlp.extra_inputs() > 0 {
+                // A recurrent policy (version 2): the flow's own state, zero when it
+                // first decides (a run is an episode); its last reward as the extra input.
+                let at = fid as usize * memory;
+                if bridge.native_state.len() < at + memory {
+                    bridge.native_state.resize(at + memory, 0.0);
+                }
+                let extra = [agent.reward(); crate::policy::MAX_EXTRA];
+                let state = &mut bridge.native_state[at..at + memory];
+                mlp.forward_step(agent.observation(), &extra, state, &mut out[..n], scratch);
+            } else {
+                mlp.forward(agent.observation(), &mut out[..n], scratch);
+            }
             if let (Some(t), DelayMode::Measured(scale)) = (started, &bridge.spec.delay) {
                 delay = Some(measured(t, *scale));
             }
             if n > 1 {
                 // Several outputs: a discrete policy's scores; take the best.
-                (0..n).max_by(|&i, &j| out[i].total_cmp(&out[j])).unwrap_or(0) as f32
+                // Equal scores go to the lowest index, as torch.argmax and numpy.argmax.
+                crate::policy::argmax(&out[..n]) as f32
             } else {
                 out[0]
             }
@@ -537,7 +564,7 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
         ended: false,
         native,
         decisions: 0,
-        queues: QueueAgents::default(),
+        queues: QueueAgents::with_policy(cfg, base_dir)?,
         queue_batch: Batch::default(),
         answered: true,
         timing: Timing {
@@ -550,5 +577,6 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
             stop_at: Time::MAX,
             returned_at: None,
         },
+        native_state: Vec::new(),
     }))
 }

@@ -218,6 +218,7 @@ impl Simulation {
         sim.schedule_initial();
         sim.reserve_series()?;
         sim.build_queue_agents()?;
+        sim.start_ecn_log();
         sim.build_hopass();
         Ok(sim)
     }
@@ -620,6 +621,11 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         serde_json::Value::Bool(_) => {}
         serde_json::Value::String(s) if s == "auto" => {}
         v => return e("metrics.flow_series", v, "use true, false or \"auto\""),
+    }
+    match &m.ecn_series {
+        serde_json::Value::Bool(_) => {}
+        serde_json::Value::String(s) if s == "auto" => {}
+        v => return e("metrics.ecn_series", v, "use true, false or \"auto\""),
     }
     validate_size_buckets(m)?;
     Ok(())

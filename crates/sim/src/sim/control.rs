@@ -54,11 +54,24 @@ pub struct QueueStats {
 impl Simulation {
     /// Sets ECN marking of data queue `queue` on switch port `port` while running.
     pub fn set_ecn(&mut self, port: u32, queue: usize, red: Option<Red>) -> Result<(), String> {
+        self.set_ecn_template(port, queue, red, None)
+    }
+
+    /// [`Simulation::set_ecn`], saying which `agent.ecn_profiles` entry `red`
+    /// is (for the ECN log; `None`: look it up).
+    pub(super) fn set_ecn_template(
+        &mut self,
+        port: u32,
+        queue: usize,
+        red: Option<Red>,
+        template: Option<usize>,
+    ) -> Result<(), String> {
         self.check_data_queue(port, queue)?;
         if let Some(r) = &red {
             r.check()?;
         }
-        self.ports[port as usize].queues[queue].red = red;
+        let before = std::mem::replace(&mut self.ports[port as usize].queues[queue].red, red);
+        self.log_ecn(port, queue, before, template);
         Ok(())
     }
 
@@ -206,7 +219,8 @@ impl Simulation {
             }
         }
         for (&(p, q), &red) in pairs.iter().zip(reds) {
-            self.ports[p as usize].queues[q].red = red;
+            let before = std::mem::replace(&mut self.ports[p as usize].queues[q].red, red);
+            self.log_ecn(p, q, before, None);
         }
         Ok(())
     }

@@ -42,6 +42,8 @@ pub struct Series {
     pub flow_gbps: Vec<f32>,
     /// Per sampled port: bytes transmitted at the previous sample.
     last_tx: Vec<u64>,
+    /// Changes of the ECN profile of switch data queues (`ecn_log.rs`).
+    pub ecn: super::ecn_log::EcnLog,
 }
 
 impl Simulation {

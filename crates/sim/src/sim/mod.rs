@@ -44,6 +44,7 @@ mod bridge;
 mod build;
 mod cc_glue;
 mod control;
+mod ecn_log;
 mod grants;
 mod homa;
 mod hopass;
@@ -59,6 +60,7 @@ mod transport;
 pub use bridge::Batch;
 use bridge::Bridge;
 pub use control::{QueueId, QueueStats};
+pub use ecn_log::EcnLog;
 pub use metrics::{Conservation, Series};
 pub use queue_agent::QUEUE_FEATURES;
 

@@ -36,14 +36,21 @@
 //! steady shallow queue. A new feature is one more name in [`QUEUE_FEATURES`]
 //! and one more value in the row of `on_queue_tick`.
 //!
-//! Requests are answered only through the stepping API: a queue agent never
-//! has a native policy, and with nobody stepping its profile is left alone.
+//! Requests are answered through the stepping API, or, with
+//! `agent.queue_policy` naming a native policy file, by the simulator itself:
+//! the network (a `ccgym-mlp` Q-network, one output per profile) scores the
+//! agent's observation at its tick and the best profile (ties to the lowest
+//! index, as `numpy.argmax`) takes effect through the same `QueueAction`
+//! path, `policy_delay` later. Natively answered agents never join the
+//! queue batch. With neither, a queue's profile is left alone.
 
 use super::Simulation;
 use crate::config::{AgentConfig, CfgResult, ConfigError};
 use crate::engine::Event;
 use crate::net::port::{CounterReader, Red};
+use crate::policy::{Mlp, Precision};
 use crate::units::Time;
+use std::path::Path;
 
 /// Names of one queue-agent feature row, in order.
 pub const QUEUE_FEATURES: &[&str] =
@@ -113,6 +120,45 @@ pub(super) struct QueueAgents {
     reward: QueueReward,
     /// `agent.ecn_reference_rate` (bit/s): profiles are scaled to each port's rate.
     reference_bps: Option<u64>,
+    /// The native policy every agent answers itself with (`agent.queue_policy`).
+    native: Option<NativeQueuePolicy>,
+}
+
+/// A loaded `agent.queue_policy`, with the buffers one evaluation uses (kept
+/// here so that a decision allocates nothing).
+#[derive(Clone, Debug)]
+struct NativeQueuePolicy {
+    mlp: Mlp,
+    scratch: Vec<f32>,
+    /// One score per ECN profile.
+    scores: Vec<f32>,
+    /// The file as given in the scenario (for messages).
+    name: String,
+    /// A recurrent network's state, per agent (`state_len` floats each, zero
+    /// at the start of the run); empty for a network without memory.
+    state: Vec<f32>,
+}
+
+impl NativeQueuePolicy {
+    /// The profile index the network chooses for agent `agent`'s observation
+    /// `obs` (and its last `reward`, for a recurrent network's `concat` step):
+    /// the argmax of its scores, ties (and NaN scores, which never win) to the
+    /// lowest index.
+    fn choose(&mut self, agent: usize, obs: &[f32], reward: f32) -> usize {
+        let memory = self.mlp.state_len();
+        if memory > 0 || self.mlp.extra_inputs() > 0 {
+            let at = agent * memory;
+            if self.state.len() < at + memory {
+                self.state.resize(at + memory, 0.0);
+            }
+            let extra = [reward; crate::policy::MAX_EXTRA];
+            let state = &mut self.state[at..at + memory];
+            self.mlp.forward_step(obs, &extra, state, &mut self.scores, &mut self.scratch);
+        } else {
+            self.mlp.forward(obs, &mut self.scores, &mut self.scratch);
+        }
+        crate::policy::argmax(&self.scores)
+    }
 }
 
 impl QueueAgents {
@@ -149,6 +195,45 @@ impl QueueAgents {
     pub(super) fn check_action(&self, a: f32) -> Result<(), String> {
         crate::cc::agent::check_index(a, self.profiles.len(), "agent.ecn_profiles")
     }
+
+    /// Queue agents before `agent.queues` is resolved: only the native policy
+    /// of `agent.queue_policy`, loaded (relative to `base_dir`) and checked
+    /// on its own; its widths are checked against the agents when they are
+    /// built.
+    pub(super) fn with_policy(cfg: &AgentConfig, base_dir: &Path) -> CfgResult<QueueAgents> {
+        if cfg.queue_policy.is_empty() {
+            return Ok(QueueAgents::default());
+        }
+        let shown = format!("\"{}\"", cfg.queue_policy);
+        let precision = match cfg.precision.as_str() {
+            "float32" => Precision::Float32,
+            "int8" => Precision::Int8,
+            other => {
+                return Err(ConfigError::new("agent.precision", format!("\"{other}\""), "use \"float32\" or \"int8\""))
+            }
+        };
+        let text = std::fs::read_to_string(base_dir.join(&cfg.queue_policy))
+            .map_err(|e| ConfigError::new("agent.queue_policy", &shown, format!("cannot read the policy file: {e}")))?;
+        let mlp = Mlp::from_json(&text, precision).map_err(|e| ConfigError::new("agent.queue_policy", &shown, e))?;
+        let native = NativeQueuePolicy {
+            scratch: vec![0.0; mlp.scratch_len()],
+            scores: vec![0.0; mlp.outputs()],
+            mlp,
+            name: cfg.queue_policy.clone(),
+            state: vec![],
+        };
+        Ok(QueueAgents { native: Some(native), ..QueueAgents::default() })
+    }
+
+    /// The index of the first profile equal to `red`.
+    pub(super) fn profile_index(&self, red: Red) -> Option<usize> {
+        self.profiles.iter().position(|p| *p == red)
+    }
+
+    /// Whether the agents answer themselves (`agent.queue_policy`).
+    pub(super) fn native(&self) -> bool {
+        self.native.is_some()
+    }
 }
 
 impl Simulation {
@@ -156,10 +241,46 @@ impl Simulation {
     /// their sampling; a scenario without queue agents is left untouched.
     pub(super) fn build_queue_agents(&mut self) -> CfgResult<()> {
         let Some(cfg) = self.scenario.agent.clone() else { return Ok(()) };
+        let native = self.bridge.as_mut().and_then(|b| b.queues.native.take());
         if cfg.queues.is_empty() {
+            if native.is_some() {
+                return Err(ConfigError::new(
+                    "agent.queue_policy",
+                    format!("\"{}\"", cfg.queue_policy),
+                    "there are no switch-queue agents to run it (agent.queues is empty)",
+                ));
+            }
             return Ok(());
         }
-        let qa = self.check_queue_agents(&cfg)?;
+        let mut qa = self.check_queue_agents(&cfg)?;
+        if let Some(n) = &native {
+            let width = QUEUE_FEATURES.len() * cfg.queue_history as usize;
+            let shown = format!("\"{}\"", n.name);
+            if n.mlp.inputs() != width {
+                return Err(ConfigError::new(
+                    "agent.queue_policy",
+                    shown,
+                    format!(
+                        "the policy takes {} inputs but a queue agent's observation has {width} ({} features x agent.queue_history = {})",
+                        n.mlp.inputs(),
+                        QUEUE_FEATURES.len(),
+                        cfg.queue_history
+                    ),
+                ));
+            }
+            if n.mlp.outputs() != qa.profiles.len() {
+                return Err(ConfigError::new(
+                    "agent.queue_policy",
+                    shown,
+                    format!(
+                        "the policy has {} outputs but agent.ecn_profiles has {} profiles (one Q-value per profile)",
+                        n.mlp.outputs(),
+                        qa.profiles.len()
+                    ),
+                ));
+            }
+        }
+        qa.native = native;
         let first = qa.interval;
         self.bridge.as_mut().expect("an [agent] table builds a bridge").queues = qa;
         self.events.push(first, Event::QueueTick);
@@ -168,8 +289,12 @@ impl Simulation {
 
     fn check_queue_agents(&self, c: &AgentConfig) -> CfgResult<QueueAgents> {
         let bad = |f: &str, v: &dyn std::fmt::Display, m: &str| Err(ConfigError::new(format!("agent.{f}"), v, m));
-        if c.policy != "external" {
-            return bad("queues", &format!("{:?}", c.queues), "switch-queue agents need policy = \"external\"");
+        if c.policy != "external" && c.queue_policy.is_empty() {
+            return bad(
+                "queues",
+                &format!("{:?}", c.queues),
+                "switch-queue agents stepped from Python need policy = \"external\" (or a native agent.queue_policy)",
+            );
         }
         if c.queue_interval.0 == 0 {
             return bad("queue_interval", &"0", "must be positive");
@@ -262,6 +387,7 @@ impl Simulation {
             reward_scale: c.reward_scale,
             reward,
             reference_bps: c.ecn_reference_rate.map(|r| r.0),
+            native: None,
         })
     }
 
@@ -283,6 +409,7 @@ impl Simulation {
             let b = (rate_bps as f64 / 8.0 * qa.interval as f64 / crate::units::SEC as f64).max(1.0);
             let last = qa.profiles.len().saturating_sub(1).max(1) as f64;
             let a = &mut qa.agents[id];
+            let mut native_choice = None;
             let row = [
                 st.bytes as f64 / b,
                 st.mean_bytes / b,
@@ -304,7 +431,20 @@ impl Simulation {
                 a.filled = true;
             }
             a.reward = (qa.reward.of(&row, qa.reward_beta) * qa.reward_scale) as f32;
-            if bridge.stepping && !a.outstanding {
+            if let Some(policy) = qa.native.as_mut() {
+                if !a.outstanding {
+                    a.outstanding = true;
+                    let started = std::time::Instant::now();
+                    let choice = policy.choose(id, &a.history, a.reward);
+                    let (port, queue) = (a.port, a.queue);
+                    let delay = bridge.native_answer_delay(started);
+                    if bridge.spec().blocking && delay > 0 {
+                        // Blocking timing: the queue sends nothing until its action lands.
+                        self.ports[port as usize].held |= 1 << queue;
+                    }
+                    native_choice = Some((choice, delay));
+                }
+            } else if bridge.stepping && !a.outstanding {
                 a.outstanding = true;
                 bridge.queue_batch.push(id as u32, now, &a.history, a.reward, false, false);
                 let (port, queue) = (a.port, a.queue);
@@ -313,6 +453,9 @@ impl Simulation {
                     // Blocking timing: the queue sends nothing until its action lands.
                     self.ports[port as usize].held |= 1 << queue;
                 }
+            }
+            if let Some((choice, delay)) = native_choice {
+                self.queue_action_due(id as u32, now, delay, choice as f32);
             }
         }
         // No sample at the end itself: the run ends there, and the truncated entry closes it.
@@ -357,18 +500,54 @@ impl Simulation {
         a.profile = i;
         let (port, queue) = (a.port, a.queue);
         let red = qa.profile_at(i, self.ports[port as usize].rate_bps);
-        self.set_ecn(port, queue, Some(red)).expect("queue agents target switch data queues");
+        self.set_ecn_template(port, queue, Some(red), Some(i)).expect("queue agents target switch data queues");
     }
 
     /// Reports the end of the run to every queue agent (truncated entries).
     pub(super) fn queue_agents_truncated(&mut self) {
         let now = self.now;
         let Some(bridge) = self.bridge.as_mut() else { return };
+        if bridge.queues.native() {
+            return;
+        }
         for (id, a) in bridge.queues.agents.iter().enumerate() {
             bridge.queue_batch.push(id as u32, now, &a.history, a.reward, false, true);
         }
         for _ in 0..bridge.queues.agents.len() {
             bridge.queue_closed();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NativeQueuePolicy;
+    use crate::policy::argmax;
+    use crate::policy::{Mlp, Precision};
+
+    /// A one-layer network whose scores are its inputs (3 in, 3 out).
+    fn identity() -> NativeQueuePolicy {
+        let text = r#"{"format": "ccgym-mlp", "version": 1, "output": "none",
+            "layers": [{"weight": [[1, 0, 0], [0, 1, 0], [0, 0, 1]], "bias": null}]}"#;
+        let mlp = Mlp::from_json(text, Precision::Float32).expect("valid");
+        NativeQueuePolicy {
+            scratch: vec![0.0; mlp.scratch_len()],
+            scores: vec![0.0; 3],
+            mlp,
+            name: "id".into(),
+            state: vec![],
+        }
+    }
+
+    #[test]
+    fn the_best_score_wins_and_ties_go_to_the_lowest_index() {
+        let mut p = identity();
+        assert_eq!(p.choose(0, &[0.1, 0.7, 0.2], 0.0), 1);
+        assert_eq!(p.choose(0, &[0.5, 0.5, 0.5], 0.0), 0);
+        assert_eq!(p.choose(0, &[0.1, 0.9, 0.9], 0.0), 1);
+        assert_eq!(p.choose(0, &[-1.0, -2.0, -0.5], 0.0), 2);
+        // A NaN score never wins over a number.
+        assert_eq!(argmax(&[f32::NAN, 0.3, 0.3]), 1);
+        assert_eq!(argmax(&[0.3, f32::NAN, 0.4]), 2);
     }
 }
