@@ -178,17 +178,22 @@ def test_native_export_layers() -> None:
     np.testing.assert_allclose(heads[5], net.baseline.weight.detach().numpy()[0], rtol=1e-6)
     from ccgym import policies
 
-    if not hasattr(policies, "RecurrentState"):
-        pytest.skip("this ccgym has no native LSTM layer yet (ccgym-mlp version 2)")
-    # Native inference (numpy reference) against PyTorch, three steps with the state carried.
-    state = policies.RecurrentState(pol)  # pragma: no cover - needs the native LSTM layer
+    policies.validate_policy(pol)
+    # Native inference (numpy reference and the simulator's own) against PyTorch: three
+    # consecutive decisions of one agent, the state carried, the last reward as the extra input.
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(3, 8)).astype(np.float32)
+    rewards = np.float32([-0.5, -0.2, 0.1])
     h, c = net.initial_state(1)
-    for step in range(3):
-        obs = np.random.default_rng(step).normal(size=8).astype(np.float32)
-        reward = 0.3 * step - 0.5
-        out = policies.forward(pol, obs[None], extra={"reward": np.float32([reward])}, state=state)
-        ref, _, h, c = net(torch.as_tensor(with_last_reward(obs, reward)).view(1, 1, -1), h, c)
-        np.testing.assert_allclose(np.asarray(out)[0, :5], ref[0, 0].detach().numpy(), atol=1e-5)
+    ref = []
+    for x, r in zip(obs, rewards):
+        out, value, h, c = net(torch.as_tensor(with_last_reward(x, float(r))).view(1, 1, -1), h, c)
+        ref.append(np.concatenate([out[0, 0].detach().numpy(), value.detach().numpy().reshape(-1)]))
+    expected = np.asarray(ref)
+    numpy_out = policies.forward_steps(pol, obs, extra=rewards)
+    np.testing.assert_allclose(numpy_out, expected, atol=1e-5)
+    native_out = policies.native_forward(pol, obs, extra=rewards, all_outputs=True)
+    np.testing.assert_allclose(native_out, expected, atol=1e-5)
 
 
 # ------------------------------------------------------------------------- it learns
