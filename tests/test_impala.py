@@ -186,7 +186,7 @@ def test_native_export_layers() -> None:
     rewards = np.float32([-0.5, -0.2, 0.1])
     h, c = net.initial_state(1)
     ref = []
-    for x, r in zip(obs, rewards):
+    for x, r in zip(obs, rewards, strict=True):
         out, value, h, c = net(torch.as_tensor(with_last_reward(x, float(r))).view(1, 1, -1), h, c)
         ref.append(np.concatenate([out[0, 0].detach().numpy(), value.detach().numpy().reshape(-1)]))
     expected = np.asarray(ref)
