@@ -219,6 +219,6 @@ def test_checkpoint_write_is_atomic(
 
     monkeypatch.setattr(loop.torch, "save", torn_save)
     with pytest.raises(OSError, match="No space"):
-        loop._save(latest, {"update": 3})
+        loop.save_atomic(latest, {"update": 3})
     assert latest.read_bytes() == before
     assert sorted(p.name for p in run.iterdir() if "tmp" in p.name) == []

@@ -167,17 +167,9 @@ def export_policy(learner: Any, config: Mapping[str, Any], meta: Mapping[str, An
 
 
 def _save(path: Path, state: Mapping[str, Any]) -> None:
-    import torch
+    from ccgym.train.loop import save_atomic  # torch, which the trainer needs anyway
 
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(dict(state), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    save_atomic(path, state)
 
 
 def _replay_state(learner: Any) -> dict[str, Any]:

@@ -539,7 +539,7 @@ def _save_checkpoint(
 ) -> Path:
     """``checkpoint.pt`` (the network and the config, what ``ccgym export`` reads) and the
     full RLlib state under ``rllib/`` (what ``--resume`` restores)."""
-    from ccgym.train.loop import _save
+    from ccgym.train.loop import save_atomic
 
     algo.save_to_path(str((out / "rllib").resolve()))
     state = {
@@ -556,7 +556,7 @@ def _save_checkpoint(
         "obs_dim": dims[0] - 1,
     }
     path = out / "checkpoint.pt"
-    _save(path, state)
+    save_atomic(path, state)
     return path
 
 

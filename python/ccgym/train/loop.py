@@ -236,10 +236,11 @@ def _load(path: Path, name: str, what: str) -> dict[str, Any]:
     return ckpt
 
 
-def _save(path: Path, state: Mapping[str, Any]) -> None:
-    # A checkpoint is complete on disk before it replaces the previous one: written to a
-    # temporary file, flushed to the device, then renamed, so an interruption (Ctrl-C, a kill,
-    # a power cut) leaves the old checkpoint or the new one, never a truncated file.
+def save_atomic(path: Path, state: Mapping[str, Any]) -> None:
+    """Write a checkpoint ``state`` to ``path`` so that an interruption (Ctrl-C, a kill, a power
+    cut) leaves the old file or the new one, never a truncated file."""
+    # Complete on disk before it replaces the previous one: a temporary file, flushed to the
+    # device, then renamed.
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
@@ -710,9 +711,9 @@ def train(
             "obs_dim": table.obs_dim,
         }
         with _signals_deferred():
-            _save(ckpt_path, state)
+            save_atomic(ckpt_path, state)
             if tag:
-                _save(out / "checkpoints" / f"ckpt-u{update:05d}-d{decisions}.pt", state)
+                save_atomic(out / "checkpoints" / f"ckpt-u{update:05d}-d{decisions}.pt", state)
 
     stats: dict[str, float] = {}
     interrupted = False
