@@ -279,10 +279,11 @@ impl Flow {
             && !self.ctl.paused
             && (self.snd.retx.is_some()
                 || (self.ctl.snd_nxt < self.ctl.app_limit && self.pipe() < self.ctl.window.min(max_outstanding))
-                || self
-                    .sack
-                    .as_ref()
-                    .is_some_and(|b| b.next_lost.is_some() && self.pipe() < self.ctl.window.min(max_outstanding))
+                || (self.ctl.sack_pipe.is_some()
+                    && self
+                        .sack
+                        .as_ref()
+                        .is_some_and(|b| b.next_lost.is_some() && self.pipe() < self.ctl.window.min(max_outstanding)))
                 || matches!(self.path.transport, Transport::PHost | Transport::Homa | Transport::Hopass))
             && self.transport_allows()
     }

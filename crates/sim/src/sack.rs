@@ -46,8 +46,13 @@
 //!
 //! Cost: the board's work per ACK is linear in the number of SACKed ranges
 //! (one or a few after a burst loss, about the number of losses of one
-//! window with random loss); its vector keeps its memory, so steady state
-//! allocates nothing.
+//! window with random loss); its vectors keep their memory, so steady state
+//! allocates nothing. Flows without SACK are told apart by
+//! `FlowCtl::sack_pipe` (in the hot control state) and never touch the box;
+//! what they still pay (the pipe's `match` in the NIC's gate, two more
+//! `AckEvent` fields) measured +0.9 % instructions per packet-hop on the
+//! golden DCQCN many-to-one and +1.2 % on the DCTCP one (callgrind,
+//! `run_scenario`, against the parent commit).
 
 /// SACK blocks an ACK carries (TCP's option space holds 3 with timestamps, 4 without).
 pub const SACK_BLOCKS: usize = 3;

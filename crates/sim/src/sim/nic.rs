@@ -209,14 +209,17 @@ impl Simulation {
         let int_header = self.scenario.switch.int_header;
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        let next = match (f.snd.retx.take(), f.sack.as_deref()) {
+        // SACK flows are known by their pipe (in the flow's hot control
+        // state), so that other flows never touch the boxed scoreboard.
+        let sack = f.ctl.sack_pipe.is_some();
+        let next = match (f.snd.retx.take(), sack) {
             (Some(s), _) => s,
             // SACK recovery's NextSeg: a lost segment first, then new data.
-            (None, Some(b)) => b.next_lost.map_or(f.ctl.snd_nxt, |(s, _)| s),
-            (None, None) => f.ctl.snd_nxt,
+            (None, true) => f.sack.as_deref().and_then(|b| b.next_lost).map_or(f.ctl.snd_nxt, |(s, _)| s),
+            (None, false) => f.ctl.snd_nxt,
         };
         let mut offered = f.ctl.app_limit.max(f.snd.max_sent);
-        if let Some(b) = f.sack.as_deref() {
+        if let Some(b) = f.sack.as_deref().filter(|_| sack) {
             // A retransmission stops where the receiver's SACKed data begins.
             offered = offered.min(b.hole_end(next));
         }
@@ -293,7 +296,7 @@ impl Simulation {
             f.ctl.snd_nxt = f.ctl.snd_nxt.max(seq + payload as u64);
         }
         f.snd.max_sent = f.snd.max_sent.max(f.ctl.snd_nxt);
-        if let Some(b) = f.sack.as_deref_mut() {
+        if let Some(b) = f.sack.as_deref_mut().filter(|_| sack) {
             super::transport::sack_sent(
                 b,
                 &mut f.ctl,

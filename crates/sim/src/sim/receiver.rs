@@ -143,7 +143,8 @@ impl Simulation {
         // beyond the cumulative ACK have arrived (they lower its rank).
         let sacked = if transport == Transport::PFabric { f.rcv.ooo.iter().map(|&(a, b)| b - a).sum() } else { 0 };
         // A SACK flow's ACK reports the out-of-order ranges held (RFC 2018).
-        let sack_blocks = (send_ack && f.sack.is_some()).then(|| crate::sack::receiver_blocks(&f.rcv.ooo, seq));
+        let sack_blocks =
+            (send_ack && f.ctl.sack_pipe.is_some()).then(|| crate::sack::receiver_blocks(&f.rcv.ooo, seq));
         if send_ack {
             f.rcv.unacked_pkts = 0;
             let a = self.control_packet(fid, PacketKind::Ack, h, src, pk.ack, rcv_nxt);

@@ -93,7 +93,7 @@ impl Simulation {
             (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops, p.payload as u64)
         };
         let rto_min = self.scenario.host.rto_min.0;
-        let sack_blocks = self.flows[fid as usize].sack.is_some().then(|| self.pool.sack(pid));
+        let sack_blocks = self.flows[fid as usize].ctl.sack_pipe.is_some().then(|| self.pool.sack(pid));
         let mss = self.scenario.packets.payload as u64;
         let f = &mut self.flows[fid as usize];
         let rtt = now - ts;
