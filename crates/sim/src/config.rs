@@ -448,6 +448,13 @@ pub struct HostConfig {
     /// (YAPS), which lets a standing queue grow at a host that both sends
     /// and receives.
     pub phost_count_control: bool,
+    /// TCP flows: selective acknowledgements (RFC 2018) and SACK-based loss
+    /// recovery (RFC 6675): the receiver reports up to 3 out-of-order
+    /// ranges per ACK and the sender repairs every hole of a window in about
+    /// one round trip, sending while its pipe is below the window (see
+    /// `crate::sack`). `false`: cumulative ACKs and NewReno recovery. Other
+    /// transports ignore it.
+    pub sack: bool,
 }
 
 impl Default for HostConfig {
@@ -491,6 +498,7 @@ impl Default for HostConfig {
             hopass_window: 100,
             hopass_resend_timeout: 25.0,
             phost_count_control: true,
+            sack: false,
         }
     }
 }

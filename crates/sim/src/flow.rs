@@ -54,6 +54,8 @@ pub struct Flow {
     /// HOPASS's receiver state (`Some` on HOPASS flows only; their tokens
     /// are in `ph`, the same machinery as pHost's).
     pub hp: Option<Box<HopassFlow>>,
+    /// The SACK scoreboard (`Some` on TCP flows with `host.sack` only).
+    pub sack: Option<Box<crate::sack::SackBoard>>,
 }
 
 /// What is fixed when a flow is created.
@@ -259,6 +261,16 @@ impl Flow {
         self.ctl.snd_nxt.saturating_sub(self.ctl.snd_una)
     }
 
+    /// Bytes the sender counts against its window: RFC 6675's pipe on SACK
+    /// flows, the bytes in flight otherwise.
+    #[inline]
+    pub fn pipe(&self) -> u64 {
+        match self.ctl.sack_pipe {
+            Some(p) => p,
+            None => self.inflight(),
+        }
+    }
+
     /// Whether the flow may put a data packet on the wire now (pacer aside).
     #[inline]
     pub fn can_send(&self, max_outstanding: u64) -> bool {
@@ -266,7 +278,12 @@ impl Flow {
             && self.snd.finished.is_none()
             && !self.ctl.paused
             && (self.snd.retx.is_some()
-                || (self.ctl.snd_nxt < self.ctl.app_limit && self.inflight() < self.ctl.window.min(max_outstanding))
+                || (self.ctl.snd_nxt < self.ctl.app_limit && self.pipe() < self.ctl.window.min(max_outstanding))
+                || (self.ctl.sack_pipe.is_some()
+                    && self
+                        .sack
+                        .as_ref()
+                        .is_some_and(|b| b.next_lost.is_some() && self.pipe() < self.ctl.window.min(max_outstanding)))
                 || matches!(self.path.transport, Transport::PHost | Transport::Homa | Transport::Hopass))
             && self.transport_allows()
     }

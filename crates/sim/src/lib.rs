@@ -38,6 +38,7 @@ pub mod net;
 pub mod packet;
 pub mod policy;
 pub mod report;
+pub mod sack;
 pub mod sim;
 pub mod topology;
 pub mod units;

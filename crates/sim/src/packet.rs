@@ -159,6 +159,9 @@ pub struct PacketPool {
     free: Vec<PktId>,
     ints: Vec<[IntHop; MAX_INT_HOPS]>,
     free_ints: Vec<u32>,
+    /// SACK blocks of ACKs, indexed by packet id (grown only when a SACK
+    /// flow sends an ACK, so that packets of other flows do not carry them).
+    sacks: Vec<crate::sack::SackBlocks>,
 }
 
 impl PacketPool {
@@ -243,5 +246,23 @@ impl PacketPool {
         let q = &mut self.slots[to as usize];
         q.n_int = n;
         q.int_slot = slot;
+    }
+}
+
+impl PacketPool {
+    /// Puts SACK blocks on ACK `id` (a SACK flow's receiver writes every ACK's).
+    #[inline]
+    pub fn set_sack(&mut self, id: PktId, blocks: crate::sack::SackBlocks) {
+        let i = id as usize;
+        if self.sacks.len() <= i {
+            self.sacks.resize(self.slots.len().max(i + 1), [(0, 0); crate::sack::SACK_BLOCKS]);
+        }
+        self.sacks[i] = blocks;
+    }
+
+    /// The SACK blocks of ACK `id` (of a SACK flow: written by [`PacketPool::set_sack`]).
+    #[inline]
+    pub fn sack(&self, id: PktId) -> crate::sack::SackBlocks {
+        self.sacks.get(id as usize).copied().unwrap_or([(0, 0); crate::sack::SACK_BLOCKS])
     }
 }

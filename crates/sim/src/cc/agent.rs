@@ -618,6 +618,7 @@ impl AgentCc {
             fast_retransmits: 0,
             timeouts: 0,
             cuts: 0,
+            sack: ctx.flow.sack_pipe.is_some(),
         }));
     }
 

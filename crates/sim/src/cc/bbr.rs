@@ -47,6 +47,12 @@
 //!   is acknowledged, cwnd = max(cwnd, saved).
 //!
 //! Deliberate deviations / choices:
+//! * With `host.sack` the flow's bytes in flight are RFC 6675's pipe
+//!   (`FlowCtl::sack_pipe`: without SACKed and lost segments, with
+//!   retransmissions), `delivered` grows by what each ACK SACKs or newly
+//!   acknowledges, and a rate sample's segment P is the most recently sent
+//!   one the ACK reports delivered (the highest newly SACKed, as Linux's
+//!   `tcp_rate` does). Without SACK, the paragraph below.
 //! * The core's TCP receiver sends cumulative ACKs only (no SACK). A duplicate
 //!   ACK counts one segment delivered ([`DupAckPipe`]): it adds to `delivered`
 //!   and lets one more segment out (the window handed to the NIC is cwnd + the
@@ -256,6 +262,9 @@ impl Bbr {
 
     /// Bytes in flight, without the segments known delivered above a hole.
     fn inflight(&self, ctx: &CcCtx) -> f64 {
+        if let Some(pipe) = ctx.flow.sack_pipe {
+            return pipe as f64;
+        }
         ctx.flow.snd_nxt.saturating_sub(ctx.flow.snd_una).saturating_sub(self.pipe.above_hole) as f64
     }
 
@@ -501,8 +510,9 @@ impl CongestionControl for Bbr {
 
     fn on_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
         let now = ctx.now;
-        let prior_inflight = self.inflight(ctx) + ack.newly_acked as f64;
-        let newly = self.pipe.on_ack(ack, ctx.flow.snd_una, self.mss as u64);
+        let sack = ctx.flow.sack_pipe.is_some();
+        let newly = if sack { ack.delivered } else { self.pipe.on_ack(ack, ctx.flow.snd_una, self.mss as u64) };
+        let prior_inflight = self.inflight(ctx) + if sack { newly } else { ack.newly_acked } as f64;
         if newly > 0 {
             self.delivered += newly;
             self.delivered_time = now;
@@ -510,7 +520,14 @@ impl CongestionControl for Bbr {
         if self.app_limited_until > 0 && self.delivered > self.app_limited_until {
             self.app_limited_until = 0;
         }
-        let sample = if ack.newly_acked > 0 { self.rate_sample(now, ack.ack_seq) } else { None };
+        // With SACK, the most recently sent segment delivered may lie above a hole.
+        let sample = if sack && newly > 0 {
+            self.rate_sample(now, ack.ack_seq.max(ack.sack_high))
+        } else if !sack && ack.newly_acked > 0 {
+            self.rate_sample(now, ack.ack_seq)
+        } else {
+            None
+        };
         if self.in_recovery && ack.recovery_ended {
             self.in_recovery = false;
             self.packet_conservation = false;

@@ -55,7 +55,10 @@
 //!   ([`DupAckPipe`]), which both drives the per-ACK update and lets one more
 //!   packet out (the window is `cwnd` + those packets, RFC 6675's pipe), so a
 //!   loss does not stall the sender for a round trip. Retransmission itself
-//!   is the core's (NewReno fast retransmit, adaptive timeout).
+//!   is the core's (NewReno fast retransmit, adaptive timeout). With
+//!   `host.sack` the core's SACK recovery does this instead: the per-ACK
+//!   update counts the bytes each ACK SACKs or newly acknowledges
+//!   (`AckEvent::delivered`) and the NIC's gate is RFC 6675's pipe.
 //! * A cumulative ACK of several packets applies the per-ACK change once per
 //!   packet it acknowledges (mvfst counts acknowledged packets too).
 
@@ -310,7 +313,11 @@ impl CongestionControl for Copa {
 
     fn on_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
         let now = ctx.now;
-        let delivered = self.pipe.on_ack(ack, ctx.flow.snd_una, self.mss as u64);
+        let delivered = if ctx.flow.sack_pipe.is_some() {
+            ack.delivered
+        } else {
+            self.pipe.on_ack(ack, ctx.flow.snd_una, self.mss as u64)
+        };
         if ack.rtt > 0 {
             self.on_rtt(now, ack.rtt);
         }

@@ -91,6 +91,12 @@ pub struct FlowCtl {
     /// The sender may not transmit (an agent with blocking timing waits for
     /// its policy's action).
     pub paused: bool,
+    /// SACK flows (`host.sack`): RFC 6675's pipe, the bytes the sender
+    /// estimates are in the network (sent and not acknowledged, less the
+    /// SACKed and lost ones, plus retransmissions); the NIC lets the flow
+    /// send while it is below `window`. `None` without SACK (the bytes in
+    /// flight are then `snd_nxt - snd_una`).
+    pub sack_pipe: Option<u64>,
 }
 
 impl FlowCtl {
@@ -122,6 +128,7 @@ impl FlowCtl {
             want_int: false,
             decision_due: false,
             paused: false,
+            sack_pipe: None,
         }
     }
 }
@@ -255,6 +262,12 @@ pub struct AckEvent<'a> {
     pub hops: u32,
     /// INT records of the data packet's path, first hop first.
     pub int: &'a [IntHop],
+    /// SACK flows: bytes this ACK newly delivered, SACKed or cumulatively
+    /// acknowledged and not SACKed before (0 without SACK).
+    pub delivered: u64,
+    /// SACK flows: the end of the highest range this ACK newly SACKed (the
+    /// most recently sent segment it reports delivered), or 0.
+    pub sack_high: u64,
 }
 
 /// Statistics delivered with an RTT-probe reply, over the monitor interval

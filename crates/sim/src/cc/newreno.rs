@@ -32,8 +32,12 @@
 //! MSS = the scenario's data payload (`packets.payload`, `ctx.flow.mtu`).
 //!
 //! Deliberate deviations / choices:
-//! * No SACK (the core's receiver sends cumulative ACKs only), so several
-//!   losses in one window cost one round trip each (classic NewReno).
+//! * No SACK by default (the core's receiver sends cumulative ACKs only), so
+//!   several losses in one window cost one round trip each (classic
+//!   NewReno). With `host.sack` the core recovers by RFC 6675 instead
+//!   (`crate::sack`) and this window follows it: `cwnd = ssthresh` from the
+//!   third duplicate ACK to the end of recovery, no inflation, deflation or
+//!   limited transmit (the NIC's gate is the pipe).
 //! * No delayed ACKs of our own: the receiver acknowledges every
 //!   `host.ack_every` packets (1 by default), each ACK counting once in
 //!   congestion avoidance as in ns-3.
@@ -137,6 +141,11 @@ pub struct TcpWindow {
     pub timeouts: u64,
     /// Reductions without loss (ECN echoes, NACKs).
     pub cuts: u64,
+    /// The flow has SACK (`host.sack`, seen at its start): the NIC sends
+    /// while RFC 6675's pipe is below cwnd, so recovery keeps cwnd at
+    /// ssthresh, with neither NewReno's inflation and deflation nor limited
+    /// transmit (the pipe already leaves out what duplicate ACKs SACK).
+    pub sack: bool,
 }
 
 impl TcpWindow {
@@ -161,6 +170,7 @@ impl TcpWindow {
             fast_retransmits: 0,
             timeouts: 0,
             cuts: 0,
+            sack: false,
         })
     }
 
@@ -170,6 +180,7 @@ impl TcpWindow {
         self.cwnd = self.init_cwnd * self.mss;
         self.ssthresh = self.init_ssthresh;
         self.high_nxt = ctx.flow.snd_nxt;
+        self.sack = ctx.flow.sack_pipe.is_some();
         let line = ctx.flow.line_rate;
         ctx.set_rate(line);
         self.apply(ctx, 0);
@@ -186,7 +197,7 @@ impl TcpWindow {
     #[inline]
     pub fn apply(&self, ctx: &mut CcCtx, dup_acks: u32) {
         let mut w = self.cwnd;
-        if self.limited_transmit && !self.in_recovery && (dup_acks == 1 || dup_acks == 2) {
+        if self.limited_transmit && !self.sack && !self.in_recovery && (dup_acks == 1 || dup_acks == 2) {
             w += dup_acks as f64 * self.mss;
         }
         ctx.set_window(w as u64);
@@ -204,7 +215,7 @@ impl TcpWindow {
             }
         }
         if ack.newly_acked == 0 {
-            if self.in_recovery && ack.in_recovery {
+            if self.in_recovery && ack.in_recovery && !self.sack {
                 // Each further duplicate ACK: a segment left the network.
                 self.cwnd = (self.cwnd + self.mss).min(MAX_CWND);
             }
@@ -212,6 +223,9 @@ impl TcpWindow {
         }
         if self.in_recovery {
             if ack.in_recovery {
+                if self.sack {
+                    return AckKind::Partial;
+                }
                 // RFC 6582 3.2 step 5: deflate by what was acknowledged, add
                 // one MSS back if that was at least one segment.
                 let newly = ack.newly_acked as f64;
@@ -261,7 +275,9 @@ impl TcpWindow {
     /// (floored at 2 MSS) and window `ssthresh + 3 MSS`.
     pub fn enter_recovery(&mut self, ssthresh: f64) {
         self.ssthresh = ssthresh.max(2.0 * self.mss);
-        self.cwnd = self.ssthresh + 3.0 * self.mss;
+        // NewReno inflates by the three segments the duplicates reported; a
+        // SACK flow's pipe has already left them out.
+        self.cwnd = self.ssthresh + if self.sack { 0.0 } else { 3.0 * self.mss };
         self.in_recovery = true;
         self.cwr_end = None;
         self.fast_retransmits += 1;
@@ -409,6 +425,8 @@ pub(super) mod tests {
             rtt: 10 * US,
             hops: 1,
             int: &[],
+            delivered: 0,
+            sack_high: 0,
         }
     }
 

@@ -480,6 +480,8 @@ mod tests {
             rtt,
             hops: 1,
             int: &[],
+            delivered: 0,
+            sack_high: 0,
         }
     }
 

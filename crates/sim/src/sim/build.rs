@@ -333,6 +333,7 @@ impl Simulation {
                 | Transport::Homa
                 | Transport::Hopass => self.scenario.host.rto.0,
             };
+            let sack = transport == Transport::Tcp && self.scenario.host.sack;
             self.flows.push(Flow {
                 snd: Sender {
                     next_avail: 0.0,
@@ -374,6 +375,7 @@ impl Simulation {
                     want_int: false,
                     decision_due: false,
                     paused: false,
+                    sack_pipe: sack.then_some(0),
                 },
                 path: FlowPath {
                     src: s.src,
@@ -392,6 +394,7 @@ impl Simulation {
                 ph: matches!(transport, Transport::PHost | Transport::Hopass).then(Box::default),
                 homa: None,
                 hp: (transport == Transport::Hopass).then(Box::default),
+                sack: sack.then(Box::default),
             });
             let id = id as u32;
             self.app.push((s.start, id, AppAction::Start));

@@ -209,8 +209,20 @@ impl Simulation {
         let int_header = self.scenario.switch.int_header;
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        let next = f.snd.retx.take().unwrap_or(f.ctl.snd_nxt);
-        let offered = f.ctl.app_limit.max(f.snd.max_sent);
+        // SACK flows are known by their pipe (in the flow's hot control
+        // state), so that other flows never touch the boxed scoreboard.
+        let sack = f.ctl.sack_pipe.is_some();
+        let next = match (f.snd.retx.take(), sack) {
+            (Some(s), _) => s,
+            // SACK recovery's NextSeg: a lost segment first, then new data.
+            (None, true) => f.sack.as_deref().and_then(|b| b.next_lost).map_or(f.ctl.snd_nxt, |(s, _)| s),
+            (None, false) => f.ctl.snd_nxt,
+        };
+        let mut offered = f.ctl.app_limit.max(f.snd.max_sent);
+        if let Some(b) = f.sack.as_deref().filter(|_| sack) {
+            // A retransmission stops where the receiver's SACKed data begins.
+            offered = offered.min(b.hole_end(next));
+        }
         // What the transport decides for this packet: where it starts, the
         // end it may not pass, its switch priority and its token number.
         let (seq, end, prio, token) = match f.path.transport {
@@ -277,12 +289,24 @@ impl Simulation {
         if seq < f.snd.max_sent {
             f.stats.retx_bytes += payload as u64;
         }
-        if seq == f.ctl.snd_nxt {
+        let new_data = seq == f.ctl.snd_nxt;
+        if new_data {
             f.ctl.snd_nxt += payload as u64;
         } else if matches!(f.path.transport, Transport::PHost | Transport::Hopass) {
             f.ctl.snd_nxt = f.ctl.snd_nxt.max(seq + payload as u64);
         }
         f.snd.max_sent = f.snd.max_sent.max(f.ctl.snd_nxt);
+        if let Some(b) = f.sack.as_deref_mut().filter(|_| sack) {
+            super::transport::sack_sent(
+                b,
+                &mut f.ctl,
+                f.tcp.recover.is_some(),
+                seq,
+                payload as u64,
+                new_data,
+                pk.payload as u64,
+            );
+        }
         f.stats.sent_bytes += size as u64;
         f.mi.bytes += size as u64;
         f.mi.pkts += 1;

@@ -13,7 +13,8 @@
 //! time, CE mark, hop count and INT records. Out of order, a go-back-N
 //! receiver drops the packet and sends a NACK (at most one per
 //! `host.nack_interval` for the same expected byte); a TCP receiver keeps the
-//! range and answers with a duplicate ACK. A CE mark makes a go-back-N
+//! range and answers with a duplicate ACK (with `host.sack`, every ACK of a
+//! TCP flow also reports up to 3 held ranges, `crate::sack`). A CE mark makes a go-back-N
 //! receiver send a CNP, at most one per flow per `host.cnp_interval` (the
 //! DCQCN notification point). Replies go out through the NIC's control queue
 //! (`send_control`), ahead of data.
@@ -141,6 +142,9 @@ impl Simulation {
         // pFabric's SACK, reduced to what its sender uses: how many bytes
         // beyond the cumulative ACK have arrived (they lower its rank).
         let sacked = if transport == Transport::PFabric { f.rcv.ooo.iter().map(|&(a, b)| b - a).sum() } else { 0 };
+        // A SACK flow's ACK reports the out-of-order ranges held (RFC 2018).
+        let sack_blocks =
+            (send_ack && f.ctl.sack_pipe.is_some()).then(|| crate::sack::receiver_blocks(&f.rcv.ooo, seq));
         if send_ack {
             f.rcv.unacked_pkts = 0;
             let a = self.control_packet(fid, PacketKind::Ack, h, src, pk.ack, rcv_nxt);
@@ -152,6 +156,9 @@ impl Simulation {
             p.payload = sacked.min(u32::MAX as u64) as u32;
             if n_int > 0 {
                 self.pool.move_int(pid, a);
+            }
+            if let Some(blocks) = sack_blocks {
+                self.pool.set_sack(a, blocks);
             }
             self.send_control(h, a);
         }

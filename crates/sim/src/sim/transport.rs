@@ -18,7 +18,9 @@
 //! * TCP (NewReno, RFC 6582): three duplicate ACKs retransmit the first
 //!   unacknowledged segment and start fast recovery, where a partial ACK
 //!   retransmits the next hole; the timeout is RFC 6298's `srtt + 4 rttvar`,
-//!   at least `host.rto_min`, doubled on every timeout. No SACK;
+//!   at least `host.rto_min`, doubled on every timeout. With `host.sack`,
+//!   selective acknowledgements and RFC 6675 recovery instead of NewReno's
+//!   (`crate::sack`; [`tcp_sack_on_ack`], [`sack_sent`]);
 //! * pFabric: the receiver keeps out-of-order data and ACKs every packet
 //!   with the count of bytes it holds beyond the cumulative ACK (the sender
 //!   lowers its packets' rank by them); duplicate ACKs trigger nothing; the
@@ -55,6 +57,7 @@ use crate::cc::{AckEvent, CcCtx, CongestionControl, Transport};
 use crate::engine::Event;
 use crate::flow::Flow;
 use crate::packet::PktId;
+use crate::sack::{SackBlocks, SackBoard, DUP_THRESH};
 use crate::units::{Time, SEC, US};
 
 /// The flows the timeout sweep visits: every flow that has started and had
@@ -90,6 +93,8 @@ impl Simulation {
             (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops, p.payload as u64)
         };
         let rto_min = self.scenario.host.rto_min.0;
+        let sack_blocks = self.flows[fid as usize].ctl.sack_pipe.is_some().then(|| self.pool.sack(pid));
+        let mss = self.scenario.packets.payload as u64;
         let f = &mut self.flows[fid as usize];
         let rtt = now - ts;
         f.stats.min_rtt = Some(f.stats.min_rtt.map_or(rtt, |m| m.min(rtt)));
@@ -102,8 +107,16 @@ impl Simulation {
             }
         }
         // The transport's own sender bookkeeping.
+        let mut sack_delivery = (0, 0);
         let (recovery_ended, fast_retransmit) = match f.path.transport {
-            Transport::Tcp => tcp_on_ack(f, seq, newly, rtt, rto_min),
+            Transport::Tcp => match &sack_blocks {
+                None => tcp_on_ack(f, seq, newly, rtt, rto_min),
+                Some(blocks) => {
+                    let (ended, fr, delivered, high) = tcp_sack_on_ack(f, seq, newly, rtt, rto_min, blocks, mss);
+                    sack_delivery = (delivered, high);
+                    (ended, fr)
+                }
+            },
             Transport::PFabric => {
                 // Any ACK shows the path works: probe mode (if on) ends.
                 f.snd.sacked = sacked;
@@ -130,6 +143,8 @@ impl Simulation {
                 rtt,
                 hops: hops as u32,
                 int,
+                delivered: sack_delivery.0,
+                sack_high: sack_delivery.1,
             };
             let mut ctx = CcCtx { now, flow: &mut f.ctl };
             f.cc.on_ack(&mut ctx, &ev);
@@ -237,6 +252,10 @@ impl Simulation {
                     f.tcp.dup_acks = 0;
                     f.tcp.recover = None;
                     f.snd.retx = None;
+                    if let Some(b) = f.sack.as_deref_mut() {
+                        b.timeout(f.snd.max_sent);
+                        f.ctl.sack_pipe = Some(0);
+                    }
                 }
                 Transport::PFabric => {
                     f.snd.timeouts_in_row += 1;
@@ -303,4 +322,95 @@ fn tcp_on_ack(f: &mut Flow, seq: u64, newly: u64, rtt: Time, rto_min: Time) -> (
         }
     }
     (recovery_ended, fast_retransmit)
+}
+
+/// TCP's part of an ACK on a SACK flow (RFC 6675): the RFC 6298 estimator,
+/// the scoreboard, entry into and exit from loss recovery. Returns (recovery
+/// ended, fast retransmit now, bytes newly delivered, end of the highest
+/// newly SACKed range).
+#[inline]
+fn tcp_sack_on_ack(
+    f: &mut Flow,
+    seq: u64,
+    newly: u64,
+    rtt: Time,
+    rto_min: Time,
+    blocks: &SackBlocks,
+    mss: u64,
+) -> (bool, bool, u64, u64) {
+    let r = rtt as f64;
+    let (srtt, var) = match f.tcp.srtt {
+        None => (r, r / 2.0),
+        Some((s, v)) => (0.875 * s + 0.125 * r, 0.75 * v + 0.25 * (s - r).abs()),
+    };
+    f.tcp.srtt = Some((srtt, var));
+    let Some(b) = f.sack.as_deref_mut() else { return (false, false, 0, 0) };
+    let (was_sacked, newly_sacked, high) = b.on_ack(f.ctl.snd_una, blocks);
+    let delivered = newly.saturating_sub(was_sacked) + newly_sacked;
+    let mut recovery_ended = false;
+    let mut fast_retransmit = false;
+    if newly > 0 {
+        f.snd.rto = ((srtt + 4.0 * var) as Time).max(rto_min);
+        f.tcp.dup_acks = 0;
+        if f.tcp.recover.is_some_and(|rec| seq >= rec) {
+            f.tcp.recover = None;
+            recovery_ended = true;
+        }
+    } else if f.ctl.snd_nxt > f.ctl.snd_una && f.snd.finished.is_none() {
+        f.tcp.dup_acks += 1;
+    }
+    // After a timeout, go on past data the receiver reports it holds.
+    if let Some(end) = b.sacked_at(f.ctl.snd_nxt) {
+        f.ctl.snd_nxt = end;
+    }
+    let (una, nxt) = (f.ctl.snd_una, f.ctl.snd_nxt);
+    if f.tcp.recover.is_some() {
+        b.find_lost_retransmissions(una, mss);
+    }
+    let mut pipe = b.update(una, nxt, mss, f.tcp.recover.is_some());
+    // RFC 6675 section 5: recovery starts on the third duplicate ACK or as
+    // soon as the first unacknowledged byte is lost, once per window, and
+    // not before the data sent before a timeout is acknowledged.
+    if f.tcp.recover.is_none()
+        && !recovery_ended
+        && una >= b.rto_recover
+        && nxt > una
+        && f.snd.finished.is_none()
+        && (f.tcp.dup_acks >= DUP_THRESH as u32 || b.lost_below > una)
+    {
+        f.tcp.recover = Some(nxt);
+        b.high_rxt = una;
+        f.snd.retx = Some(una);
+        fast_retransmit = true;
+        pipe = b.update(una, nxt, mss, true);
+    }
+    f.ctl.sack_pipe = Some(pipe);
+    (recovery_ended, fast_retransmit, delivered, high)
+}
+
+/// A SACK flow sent `payload` bytes at `seq` (`new_data`: at `snd_nxt`, which
+/// has advanced): the pipe grows, a retransmission moves `HighRxt` and
+/// `NextSeg` on, and new data skips what the receiver already holds.
+#[inline]
+pub(super) fn sack_sent(
+    b: &mut SackBoard,
+    ctl: &mut crate::cc::FlowCtl,
+    in_recovery: bool,
+    seq: u64,
+    payload: u64,
+    new_data: bool,
+    mss: u64,
+) {
+    if new_data {
+        if let Some(end) = b.sacked_at(ctl.snd_nxt) {
+            ctl.snd_nxt = end;
+        }
+        ctl.sack_pipe = Some(ctl.sack_pipe.unwrap_or(0) + payload);
+    } else if in_recovery {
+        b.retransmitted(seq, ctl.snd_nxt);
+        b.high_rxt = b.high_rxt.max(seq + payload);
+        ctl.sack_pipe = Some(b.update(ctl.snd_una, ctl.snd_nxt, mss, true));
+    } else {
+        ctl.sack_pipe = Some(ctl.sack_pipe.unwrap_or(0) + payload);
+    }
 }

@@ -32,6 +32,8 @@ fn ack(h: &mut Hpcc, f: &mut FlowCtl, seq: u64, int: &[IntHop]) {
         rtt: 10 * US,
         hops: int.len() as u32,
         int,
+        delivered: 0,
+        sack_high: 0,
     };
     let mut ctx = CcCtx { now: 0, flow: f };
     h.on_ack(&mut ctx, &ev);
