@@ -112,3 +112,42 @@ def test_profiles_scale_with_the_port_rate_from_the_reference_rate() -> None:
     sim.agent_act(np.zeros(1, np.float32))
     sim.agent_step()
     assert sim.queue_ecn(port, queue) == (20_000, 800_000, 0.01)
+
+
+def scope_rewards(scope: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(agents, rewards) of every queue batch of a run with agents on all four server ports
+    (one profile, so the actions cannot change the traffic between scopes)."""
+    data = scenario({} if scope is None else {"queue_reward_scope": scope})
+    data["agent"]["queues"] = ["sw0->h0", "sw0->h1", "sw0->h2", "sw0->h3"]
+    sim = _sim.Simulation(scenario_json(data), str(Path.cwd()))
+    out = []
+    over = False
+    while not over:
+        over, batch = sim.agent_step()
+        q = batch["queue"]
+        if len(q["agent"]):
+            out.append((np.asarray(q["agent"]).copy(), np.asarray(q["reward"], np.float64)))
+            sim.agent_act(np.zeros(len(q["agent"]), np.float32))
+    return out
+
+
+def test_fabric_reward_scope_gives_every_agent_the_mean_of_the_port_rewards() -> None:
+    port = scope_rewards(None)
+    np.testing.assert_array_equal(
+        np.concatenate([r for _, r in port]), np.concatenate([r for _, r in scope_rewards("port")])
+    )
+    fabric = scope_rewards("fabric")
+    assert len(port) == len(fabric) > 3
+    spread = False
+    for (agents_p, rew_p), (agents_f, rew_f) in zip(port, fabric, strict=True):
+        np.testing.assert_array_equal(agents_p, agents_f)
+        assert len(agents_f) == 4  # every agent asks at every tick
+        np.testing.assert_allclose(rew_f, np.full(4, rew_p.mean()), rtol=1e-6, atol=1e-7)
+        spread |= bool(np.ptp(rew_p) > 0.1)
+    # The incast loads one port only, so the port rewards differ and the mean is not trivial.
+    assert spread
+
+
+def test_bad_queue_reward_scope_names_the_field() -> None:
+    with pytest.raises(ValueError, match="agent.queue_reward_scope"):
+        _sim.Simulation(scenario_json(scenario({"queue_reward_scope": "switch"})), str(Path.cwd()))

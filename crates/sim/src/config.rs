@@ -698,6 +698,11 @@ pub struct AgentConfig {
     /// agent answers itself with (argmax, ties to the lowest index); empty:
     /// queue agents are answered through the stepping API.
     pub queue_policy: String,
+    /// Switch-queue agents: whose reward each agent gets, `"port"` (its own
+    /// queue's) or `"fabric"` (the mean over all queue agents of their own
+    /// rewards at that tick: one team reward, so no agent gains by pushing
+    /// its senders' queue onto another port).
+    pub queue_reward_scope: String,
 }
 
 /// An ECN marking profile a switch-queue agent can select (`agent.ecn_profiles`).
@@ -779,6 +784,7 @@ impl Default for AgentConfig {
             queue_mean_weight: 0.5,
             ecn_reference_rate: None,
             queue_policy: String::new(),
+            queue_reward_scope: "port".into(),
         }
     }
 }

@@ -33,7 +33,9 @@
 //! (mean_queue / q_ref)^2` with `q_ref` the bytes the port sends in
 //! `agent.queue_ref`: a penalty that grows with the square of the interval's
 //! peak and mean queue, so that the bursts behind tail FCT cost more than a
-//! steady shallow queue. A new feature is one more name in [`QUEUE_FEATURES`]
+//! steady shallow queue. With `agent.queue_reward_scope = "fabric"` every
+//! agent gets the mean of all agents' rewards of the tick instead of its own
+//! (a team reward). A new feature is one more name in [`QUEUE_FEATURES`]
 //! and one more value in the row of `on_queue_tick`.
 //!
 //! Requests are answered through the stepping API, or, with
@@ -122,6 +124,8 @@ pub(super) struct QueueAgents {
     reference_bps: Option<u64>,
     /// The native policy every agent answers itself with (`agent.queue_policy`).
     native: Option<NativeQueuePolicy>,
+    /// `agent.queue_reward_scope = "fabric"`: every agent gets the mean reward.
+    fabric_reward: bool,
 }
 
 /// A loaded `agent.queue_policy`, with the buffers one evaluation uses (kept
@@ -324,6 +328,11 @@ impl Simulation {
             }
             other => return bad("queue_reward", &format!("\"{other}\""), "use \"linear\" or \"quadratic\""),
         };
+        let fabric_reward = match c.queue_reward_scope.as_str() {
+            "port" => false,
+            "fabric" => true,
+            other => return bad("queue_reward_scope", &format!("\"{other}\""), "use \"port\" or \"fabric\""),
+        };
         let mut profiles = vec![];
         for (i, p) in c.ecn_profiles.iter().enumerate() {
             if p.kmin.0 > p.kmax.0 || !(p.pmax > 0.0 && p.pmax <= 1.0) {
@@ -388,80 +397,115 @@ impl Simulation {
             reward,
             reference_bps: c.ecn_reference_rate.map(|r| r.0),
             native: None,
+            fabric_reward,
         })
     }
 
     /// The `QueueTick` event: every queue agent closes its interval; with the
     /// stepping API in use, each one whose last action has taken effect asks
-    /// for a new one.
+    /// for a new one. With `queue_reward_scope = "fabric"` every agent closes
+    /// its interval first and all of them get the mean reward before any asks.
     #[cold]
     #[inline(never)]
     pub(super) fn on_queue_tick(&mut self) {
-        let now = self.now;
         let Some(n) = self.bridge.as_ref().map(|b| b.queues.len()) else { return };
-        let nf = QUEUE_FEATURES.len();
-        for id in 0..n {
-            let (port, queue) = self.bridge.as_ref().expect("checked above").queues.target(id as u32);
-            let st = self.queue_interval(port, queue, CounterReader::Agent, true);
-            let rate_bps = self.ports[port as usize].rate_bps;
-            let bridge = self.bridge.as_mut().expect("checked above");
-            let qa = &mut bridge.queues;
-            let b = (rate_bps as f64 / 8.0 * qa.interval as f64 / crate::units::SEC as f64).max(1.0);
-            let last = qa.profiles.len().saturating_sub(1).max(1) as f64;
-            let a = &mut qa.agents[id];
-            let mut native_choice = None;
-            let row = [
-                st.bytes as f64 / b,
-                st.mean_bytes / b,
-                st.max_bytes as f64 / b,
-                st.tx_bytes as f64 / b,
-                st.ecn_bytes as f64 / b,
-                st.drop_bytes as f64 / b,
-                a.profile as f64 / last,
-            ];
-            let row = row.map(|v| v as f32);
-            if a.filled {
-                a.history.copy_within(nf.., 0);
-                let n = a.history.len();
-                a.history[n - nf..].copy_from_slice(&row);
-            } else {
-                for chunk in a.history.chunks_mut(nf) {
-                    chunk.copy_from_slice(&row);
-                }
-                a.filled = true;
+        if self.bridge.as_ref().expect("checked above").queues.fabric_reward {
+            for id in 0..n {
+                self.close_queue_interval(id);
             }
-            a.reward = (qa.reward.of(&row, qa.reward_beta) * qa.reward_scale) as f32;
-            if let Some(policy) = qa.native.as_mut() {
-                if !a.outstanding {
-                    a.outstanding = true;
-                    let started = std::time::Instant::now();
-                    let choice = policy.choose(id, &a.history, a.reward);
-                    let (port, queue) = (a.port, a.queue);
-                    let delay = bridge.native_answer_delay(started);
-                    if bridge.spec().blocking && delay > 0 {
-                        // Blocking timing: the queue sends nothing until its action lands.
-                        self.ports[port as usize].held |= 1 << queue;
-                    }
-                    native_choice = Some((choice, delay));
-                }
-            } else if bridge.stepping && !a.outstanding {
-                a.outstanding = true;
-                bridge.queue_batch.push(id as u32, now, &a.history, a.reward, false, false);
-                let (port, queue) = (a.port, a.queue);
-                bridge.queue_request(now);
-                if bridge.spec().blocking {
-                    // Blocking timing: the queue sends nothing until its action lands.
-                    self.ports[port as usize].held |= 1 << queue;
+            let qa = &mut self.bridge.as_mut().expect("checked above").queues;
+            if n > 0 {
+                let mean = qa.agents.iter().map(|a| a.reward as f64).sum::<f64>() / n as f64;
+                for a in &mut qa.agents {
+                    a.reward = mean as f32;
                 }
             }
-            if let Some((choice, delay)) = native_choice {
-                self.queue_action_due(id as u32, now, delay, choice as f32);
+            for id in 0..n {
+                self.request_queue_action(id);
+            }
+        } else {
+            // Port scope: one agent after the other, as before the fabric scope existed
+            // (an action landing at once may move the next agents' counters).
+            for id in 0..n {
+                self.close_queue_interval(id);
+                self.request_queue_action(id);
             }
         }
         // No sample at the end itself: the run ends there, and the truncated entry closes it.
         let interval = self.bridge.as_ref().expect("checked above").queues.interval;
-        if now + interval < self.end {
-            self.events.push(now + interval, Event::QueueTick);
+        if self.now + interval < self.end {
+            self.events.push(self.now + interval, Event::QueueTick);
+        }
+    }
+
+    /// Queue agent `id` closes its interval: the feature row, the observation
+    /// and its own (port) reward.
+    fn close_queue_interval(&mut self, id: usize) {
+        let nf = QUEUE_FEATURES.len();
+        let (port, queue) = self.bridge.as_ref().expect("queue agents need the bridge").queues.target(id as u32);
+        let st = self.queue_interval(port, queue, CounterReader::Agent, true);
+        let rate_bps = self.ports[port as usize].rate_bps;
+        let bridge = self.bridge.as_mut().expect("queue agents need the bridge");
+        let qa = &mut bridge.queues;
+        let b = (rate_bps as f64 / 8.0 * qa.interval as f64 / crate::units::SEC as f64).max(1.0);
+        let last = qa.profiles.len().saturating_sub(1).max(1) as f64;
+        let a = &mut qa.agents[id];
+        let row = [
+            st.bytes as f64 / b,
+            st.mean_bytes / b,
+            st.max_bytes as f64 / b,
+            st.tx_bytes as f64 / b,
+            st.ecn_bytes as f64 / b,
+            st.drop_bytes as f64 / b,
+            a.profile as f64 / last,
+        ];
+        let row = row.map(|v| v as f32);
+        if a.filled {
+            a.history.copy_within(nf.., 0);
+            let n = a.history.len();
+            a.history[n - nf..].copy_from_slice(&row);
+        } else {
+            for chunk in a.history.chunks_mut(nf) {
+                chunk.copy_from_slice(&row);
+            }
+            a.filled = true;
+        }
+        a.reward = (qa.reward.of(&row, qa.reward_beta) * qa.reward_scale) as f32;
+    }
+
+    /// Queue agent `id`, if its last action has taken effect, asks for a new
+    /// one: from its native policy, or through the stepping API.
+    fn request_queue_action(&mut self, id: usize) {
+        let now = self.now;
+        let bridge = self.bridge.as_mut().expect("queue agents need the bridge");
+        let qa = &mut bridge.queues;
+        let a = &mut qa.agents[id];
+        let mut native_choice = None;
+        if let Some(policy) = qa.native.as_mut() {
+            if !a.outstanding {
+                a.outstanding = true;
+                let started = std::time::Instant::now();
+                let choice = policy.choose(id, &a.history, a.reward);
+                let (port, queue) = (a.port, a.queue);
+                let delay = bridge.native_answer_delay(started);
+                if bridge.spec().blocking && delay > 0 {
+                    // Blocking timing: the queue sends nothing until its action lands.
+                    self.ports[port as usize].held |= 1 << queue;
+                }
+                native_choice = Some((choice, delay));
+            }
+        } else if bridge.stepping && !a.outstanding {
+            a.outstanding = true;
+            bridge.queue_batch.push(id as u32, now, &a.history, a.reward, false, false);
+            let (port, queue) = (a.port, a.queue);
+            bridge.queue_request(now);
+            if bridge.spec().blocking {
+                // Blocking timing: the queue sends nothing until its action lands.
+                self.ports[port as usize].held |= 1 << queue;
+            }
+        }
+        if let Some((choice, delay)) = native_choice {
+            self.queue_action_due(id as u32, now, delay, choice as f32);
         }
     }
 
