@@ -135,6 +135,33 @@ def test_files_round_trip_and_are_checked(tmp_path: Path) -> None:
         policies.forward(policy, np.zeros((1, 6), np.float32), "int8")
 
 
+def test_large_arrays_are_packed_exactly_and_load_as_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A low threshold packs the LSTM matrices of a small network (the real one packs 2 M values).
+    monkeypatch.setattr(policies, "PACK_ABOVE", 100)
+    policy, _ = mvfst_like(6, 8)
+    path = policies.save_policy(policy, tmp_path / "packed.json")
+    raw = json.loads(path.read_text())
+    assert isinstance(raw["layers"][3]["weight_ih"], dict)  # 36 x 9 values: packed
+    assert isinstance(raw["layers"][0]["weight"], list)  # 8 x 6 values: kept as lists
+    loaded = policies.load_policy(path)
+    assert (
+        loaded["layers"][3]["weight_ih"] == json.loads(json.dumps(policy))["layers"][3]["weight_ih"]
+    )
+    obs, rewards = sequence(6, 12)
+    ref = policies.forward_steps(policy, obs, extra=rewards)
+    # The simulator reads the packed file itself; it must give the same scores as the lists.
+    by_file = policies.native_forward(path, obs, extra=rewards)
+    by_dict = policies.native_forward(policy, obs, extra=rewards)
+    assert np.array_equal(by_file, by_dict)
+    np.testing.assert_allclose(by_file, ref[:, :5], rtol=1e-5, atol=1e-6)
+    raw["layers"][3]["weight_ih"]["shape"] = [35, 9]
+    (tmp_path / "bad.json").write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match="needs 315 float32 values"):
+        policies.load_policy(tmp_path / "bad.json")
+
+
 SCENARIO = "adpg-m2o-2"
 OVERRIDES = [
     "topology.hosts=3",

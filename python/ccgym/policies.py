@@ -10,7 +10,12 @@ congestion control runs at thousands of flows without Python in the loop::
      "int8": {"input_amax": [one per layer]},
      "meta": {...}}
 
-``weight`` has the PyTorch ``Linear`` layout ``[out][in]``. ``meta.agent`` (optional) is the
+``weight`` has the PyTorch ``Linear`` layout ``[out][in]``. Any weight or bias may instead be
+*packed*: ``{"shape": [rows, cols], "f32": "<base64>"}``, the little-endian float32 values
+row-major in standard base64 (:func:`pack_array`). The values are exactly the list form's;
+:func:`save_policy` packs arrays of more than :data:`PACK_ABOVE` values (a recurrent MVFST-RL
+network is a quarter of the size and loads in a fraction of the time), and :func:`load_policy`
+gives back plain lists, so the rest of this module sees one form. ``meta.agent`` (optional) is the
 scenario ``[agent]`` table the policy was trained with (features, history, trigger, ...);
 :func:`use_policy` copies it into the scenarios it evaluates.
 
@@ -30,6 +35,7 @@ Policy names (see :func:`policy_path`):
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import json
@@ -48,6 +54,9 @@ FORMAT = "ccgym-mlp"
 
 VERSION = 1
 """The ``version`` field of a native policy file."""
+
+PACK_ABOVE = 65_536
+"""Arrays with more values than this are written packed (base64 float32) by :func:`save_policy`."""
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 POLICY_DIR = PACKAGE_DIR / "policies"
@@ -170,8 +179,9 @@ def policy_inputs(policy: Mapping[str, Any]) -> int:
 
 
 def save_policy(policy: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write a policy dict as compact JSON (one line per layer); returns the path."""
-    validate_policy(policy)
+    """Write a policy dict as compact JSON (one line per layer, arrays of more than
+    :data:`PACK_ABOVE` values packed); returns the path."""
+    validate_policy(load_policy(policy) if _has_packed(policy) else policy)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
@@ -180,9 +190,76 @@ def save_policy(policy: Mapping[str, Any], path: str | os.PathLike[str]) -> Path
     return out
 
 
+_ARRAY_KEYS = ("weight", "bias", "weight_ih", "weight_hh", "bias_ih", "bias_hh")
+
+
+def pack_array(values: Any) -> dict[str, Any]:
+    """The packed form of a weight matrix or bias vector: its shape and its float32 values,
+    little-endian, row-major, in standard base64."""
+    a = np.ascontiguousarray(np.asarray(values, dtype="<f4"))
+    return {"shape": list(a.shape), "f32": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def unpack_array(packed: Mapping[str, Any]) -> list[Any]:
+    """The nested lists of a packed array (:func:`pack_array`).
+
+    Raises:
+        ValueError: a malformed packed array (unknown fields, bad base64, size not the shape's).
+    """
+    extra = set(packed) - {"shape", "f32"}
+    if extra:
+        raise ValueError(
+            f'packed array: unknown field "{sorted(extra)[0]}" (expected "shape" and "f32")'
+        )
+    shape, text = packed.get("shape"), packed.get("f32")
+    if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise ValueError('packed array: "shape" must be a list of sizes')
+    if not isinstance(text, str):
+        raise ValueError('packed array: "f32" must be a base64 string')
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError as e:
+        raise ValueError(f'packed array: "f32" is not base64: {e}') from None
+    n = int(np.prod(shape, dtype=np.int64))
+    if len(raw) != 4 * n:
+        raise ValueError(
+            f"packed array: shape {shape} needs {n} float32 values, the data holds {len(raw)} bytes"
+        )
+    return np.frombuffer(raw, dtype="<f4").reshape(shape).astype(np.float64).tolist()
+
+
+def _unpacked(policy: dict[str, Any]) -> dict[str, Any]:
+    """``policy`` with every packed array of its layers turned into lists (in place)."""
+    for layer in policy.get("layers") or []:
+        if isinstance(layer, dict):
+            for key in _ARRAY_KEYS:
+                if isinstance(layer.get(key), Mapping):
+                    layer[key] = unpack_array(layer[key])
+    return policy
+
+
+def _has_packed(policy: Mapping[str, Any]) -> bool:
+    layers = policy.get("layers") or []
+    return any(
+        isinstance(la, Mapping) and any(isinstance(la.get(k), Mapping) for k in _ARRAY_KEYS)
+        for la in layers
+    )
+
+
+def _packed_layer(layer: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(layer)
+    for key in _ARRAY_KEYS:
+        v = out.get(key)
+        if v is not None and not isinstance(v, Mapping) and np.size(v) > PACK_ABOVE:
+            out[key] = pack_array(v)
+    return out
+
+
 def _dumps(policy: Mapping[str, Any]) -> str:
     head = {k: v for k, v in policy.items() if k != "layers"}
-    layers = ",\n  ".join(json.dumps(la, separators=(",", ":")) for la in policy["layers"])
+    layers = ",\n  ".join(
+        json.dumps(_packed_layer(la), separators=(",", ":")) for la in policy["layers"]
+    )
     text = json.dumps(head, indent=1, default=str)
     return text[:-2] + f',\n "layers": [\n  {layers}\n ]\n}}\n'
 
@@ -305,7 +382,7 @@ def native_forward(
 
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
-    text = json.dumps(load_policy(policy))
+    text = _dumps(load_policy(policy))
     x = np.ascontiguousarray(np.atleast_2d(np.asarray(obs, dtype=np.float32)))
     ex = None
     if extra is not None:
@@ -582,7 +659,7 @@ def policy_path(spec: str | os.PathLike[str]) -> Path:
 def load_policy(spec: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
     """Load a policy dict from a name, a path, or return a copy of a dict."""
     if isinstance(spec, Mapping):
-        policy = copy.deepcopy(dict(spec))
+        policy = _unpacked(copy.deepcopy(dict(spec)))
         validate_policy(policy)
         return policy
     path = policy_path(spec)
@@ -595,7 +672,7 @@ def load_policy(spec: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, A
     try:
         if not isinstance(policy, dict):
             raise ValueError(f"holds a JSON {type(policy).__name__}, not an object")
-        validate_policy(policy)
+        validate_policy(_unpacked(policy))
     except (ValueError, TypeError, KeyError) as e:  # the structure, checked by validate_policy
         what = f"missing {e}" if isinstance(e, KeyError) else str(e)
         raise ScenarioError(f"policy file {path}: {what}") from None

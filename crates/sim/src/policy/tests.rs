@@ -367,3 +367,61 @@ fn version_2_files_are_checked() {
     b.forward(&[1.0, 0.25], &mut ob, &mut s);
     assert_eq!(oa[0].to_bits(), ob[0].to_bits());
 }
+
+/// The packed form of a list of floats (little-endian float32, base64).
+fn pack(values: &[f32], shape: &[usize]) -> String {
+    use base64::Engine;
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+    format!(r#"{{"shape": {shape:?}, "f32": "{text}"}}"#)
+}
+
+#[test]
+fn packed_arrays_load_the_same_network_as_lists() {
+    let (list_json, p) = recurrent_net();
+    // Pack every array of the recurrent test network: its steps are dense, concat, lstm, dense.
+    let mut v: serde_json::Value = serde_json::from_str(&list_json).unwrap();
+    for layer in v["layers"].as_array_mut().unwrap() {
+        for key in ["weight", "weight_ih", "weight_hh"] {
+            if let Some(m) = layer.get(key).and_then(|m| m.as_array()).cloned() {
+                let rows: Vec<Vec<f32>> = serde_json::from_value(serde_json::Value::Array(m)).unwrap();
+                let flat: Vec<f32> = rows.concat();
+                layer[key] = serde_json::from_str(&pack(&flat, &[rows.len(), rows[0].len()])).unwrap();
+            }
+        }
+        for key in ["bias", "bias_ih", "bias_hh"] {
+            if let Some(b) = layer.get(key).and_then(|b| b.as_array()).cloned() {
+                let flat: Vec<f32> = serde_json::from_value(serde_json::Value::Array(b)).unwrap();
+                layer[key] = serde_json::from_str(&pack(&flat, &[flat.len()])).unwrap();
+            }
+        }
+    }
+    let packed_json = v.to_string();
+    assert!(packed_json.contains("\"f32\"") && !packed_json.contains("weight_ih\":[["));
+    let a = Mlp::from_json(&list_json, Precision::Float32).unwrap();
+    let b = Mlp::from_json(&packed_json, Precision::Float32).unwrap();
+    assert_eq!(p.len(), 8);
+    let (mut sa, mut sb) = (vec![0.0; a.state_len()], vec![0.0; b.state_len()]);
+    let mut scratch = vec![0.0; a.scratch_len()];
+    for (t, x) in inputs(7, a.inputs()).iter().enumerate() {
+        let (mut oa, mut ob) = (vec![0.0f32; a.outputs()], vec![0.0f32; b.outputs()]);
+        a.forward_step(x, &[t as f32 * 0.1], &mut sa, &mut oa, &mut scratch);
+        b.forward_step(x, &[t as f32 * 0.1], &mut sb, &mut ob, &mut scratch);
+        assert_eq!(
+            oa.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            ob.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn bad_packed_arrays_are_rejected_with_their_reason() {
+    let net = |weight: &str| format!(r#"{{"format": "ccgym-mlp", "version": 1, "layers": [{{"weight": {weight}}}]}}"#);
+    let err = |weight: &str| Mlp::from_json(&net(weight), Precision::Float32).err().unwrap();
+    assert!(Mlp::from_json(&net(&pack(&[1.0, 2.0], &[1, 2])), Precision::Float32).is_ok());
+    assert!(err(&pack(&[1.0, 2.0], &[2, 2])).contains("needs 4 float32 values"), "{}", err(&pack(&[1.0], &[2, 2])));
+    assert!(err(&pack(&[1.0, 2.0], &[2])).contains("1 dimensions, expected 2"));
+    assert!(err(r#"{"shape": [1, 1], "f32": "**"}"#).contains("not base64"));
+    assert!(err(r#"{"shape": [1, 1], "f32": "AACAPw==", "dtype": "f16"}"#).contains("unknown field \"dtype\""));
+    assert!(err(r#"{"shape": [1, 1]}"#).contains("base64 string"));
+}
