@@ -57,10 +57,22 @@ pub struct Mmu {
     pub headroom: Vec<u64>,
     /// Headroom bytes used per local port.
     pub headroom_used: Vec<u64>,
-    /// Per (local port, class): reserve, shared and headroom bytes.
-    pub ingress: Vec<[u64; 3]>,
-    /// Per (local port, class): XOFF sent and not yet resumed.
-    pub xoff: Vec<bool>,
+    /// Per (local port, class): the bytes charged and the XOFF state, read
+    /// together by every admission and release.
+    pub ingress: Vec<IngressAcct>,
+}
+
+/// The account of one (ingress port, class) of a PFC switch: what admission
+/// and release read and write for every data packet, in one aligned half
+/// line (the bytes and the XOFF flag used to live in two arrays, two cache
+/// misses per packet on a large fabric).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+pub struct IngressAcct {
+    /// Reserve, shared and headroom bytes charged to the account.
+    pub bytes: [u64; 3],
+    /// XOFF sent and not yet resumed.
+    pub xoff: bool,
 }
 
 /// What admission decided.
@@ -106,8 +118,7 @@ impl Mmu {
             classes,
             headroom_used: vec![0; n],
             headroom,
-            ingress: vec![[0; 3]; n * classes],
-            xoff: vec![false; n * classes],
+            ingress: vec![IngressAcct::default(); n * classes],
         }
     }
 
@@ -130,11 +141,11 @@ impl Mmu {
             return (Admit::Drop, Charge::default());
         }
         let k = inp * self.classes + class;
-        let acct = self.ingress[k];
+        let IngressAcct { bytes: acct, xoff } = self.ingress[k];
         let mut ch = Charge::default();
         if acct[0] + size <= self.reserve {
             ch.reserve = size as u32;
-        } else if !self.xoff[k]
+        } else if !xoff
             && (acct[1] + size) as f64 <= self.xoff_threshold()
             && self.shared_used + size <= self.shared_size
         {
@@ -147,16 +158,21 @@ impl Mmu {
         } else {
             return (Admit::Drop, ch);
         }
-        let a = &mut self.ingress[k];
+        self.shared_used += ch.shared as u64;
+        // The port's headroom line is touched only by packets charged to it.
+        if ch.headroom > 0 {
+            self.headroom_used[inp] += ch.headroom as u64;
+        }
+        self.used += size;
+        let threshold = self.xoff_threshold();
+        let e = &mut self.ingress[k];
+        let a = &mut e.bytes;
         a[0] += ch.reserve as u64;
         a[1] += ch.shared as u64;
         a[2] += ch.headroom as u64;
-        self.shared_used += ch.shared as u64;
-        self.headroom_used[inp] += ch.headroom as u64;
-        self.used += size;
-        let pause = !self.xoff[k] && (a[2] > 0 || a[1] as f64 >= self.xoff_threshold());
+        let pause = !e.xoff && (a[2] > 0 || a[1] as f64 >= threshold);
         if pause {
-            self.xoff[k] = true;
+            e.xoff = true;
         }
         (Admit::Accept { pause }, ch)
     }
@@ -169,18 +185,20 @@ impl Mmu {
             return false;
         }
         let k = inp * self.classes + class;
-        let a = &mut self.ingress[k];
+        self.shared_used -= ch.shared as u64;
+        if ch.headroom > 0 {
+            self.headroom_used[inp] -= ch.headroom as u64;
+        }
+        let (alpha, free, resume_offset) =
+            (self.pfc_alpha, self.shared_size.saturating_sub(self.shared_used), self.resume_offset);
+        let e = &mut self.ingress[k];
+        let a = &mut e.bytes;
         a[0] -= ch.reserve as u64;
         a[1] -= ch.shared as u64;
         a[2] -= ch.headroom as u64;
-        self.shared_used -= ch.shared as u64;
-        self.headroom_used[inp] -= ch.headroom as u64;
         let (shared, headroom) = (a[1], a[2]);
-        if self.xoff[k]
-            && headroom == 0
-            && (shared == 0 || (shared + self.resume_offset) as f64 <= self.xoff_threshold())
-        {
-            self.xoff[k] = false;
+        if e.xoff && headroom == 0 && (shared == 0 || (shared + resume_offset) as f64 <= alpha * free as f64) {
+            e.xoff = false;
             return true;
         }
         false
