@@ -19,13 +19,31 @@
 //! could hold many times the buffer). Control packets bypass admission and
 //! are counted on top (`used`).
 
-/// Bytes of one packet charged to each part of an ingress account, so that
-/// release undoes exactly what admission did.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Charge {
-    reserve: u32,
-    shared: u32,
-    headroom: u32,
+/// The part of an ingress account a packet was charged to, so that release
+/// undoes exactly what admission did. Admission charges all of a packet's
+/// bytes to one part, so the part is enough: one byte in the packet, where
+/// three byte counts took twelve and kept the packet from fitting one cache
+/// line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Charge(u8);
+
+impl Charge {
+    /// Nothing charged (dropped, or not accounted per ingress).
+    const NONE: Charge = Charge(0);
+    const RESERVE: Charge = Charge(1);
+    const SHARED: Charge = Charge(2);
+    const HEADROOM: Charge = Charge(3);
+
+    /// Bytes of a `size`-byte packet charged to the reserve, the shared pool
+    /// and the headroom.
+    #[inline]
+    fn parts(self, size: u64) -> [u64; 3] {
+        [
+            if self == Charge::RESERVE { size } else { 0 },
+            if self == Charge::SHARED { size } else { 0 },
+            if self == Charge::HEADROOM { size } else { 0 },
+        ]
+    }
 }
 
 /// Buffer state of one switch.
@@ -136,40 +154,40 @@ impl Mmu {
                 || (queue_bytes + size) as f64 <= self.dt_alpha * self.buffer.saturating_sub(self.used) as f64;
             if fits_cap && fits_buf && fits_dt {
                 self.used += size;
-                return (Admit::Accept { pause: false }, Charge { shared: size as u32, ..Charge::default() });
+                return (Admit::Accept { pause: false }, Charge::SHARED);
             }
             return (Admit::Drop, Charge::default());
         }
         let k = inp * self.classes + class;
         let IngressAcct { bytes: acct, xoff } = self.ingress[k];
-        let mut ch = Charge::default();
-        if acct[0] + size <= self.reserve {
-            ch.reserve = size as u32;
+        let ch = if acct[0] + size <= self.reserve {
+            Charge::RESERVE
         } else if !xoff
             && (acct[1] + size) as f64 <= self.xoff_threshold()
             && self.shared_used + size <= self.shared_size
         {
-            ch.shared = size as u32;
+            Charge::SHARED
         } else if self.headroom_used[inp] + size <= self.headroom[inp] {
-            ch.headroom = size as u32;
+            Charge::HEADROOM
         } else if self.shared_used + size <= self.shared_size {
             // Headroom exhausted (mis-sized); keep lossless while the pool has room.
-            ch.shared = size as u32;
+            Charge::SHARED
         } else {
-            return (Admit::Drop, ch);
-        }
-        self.shared_used += ch.shared as u64;
+            return (Admit::Drop, Charge::NONE);
+        };
+        let [reserve, shared, headroom] = ch.parts(size);
+        self.shared_used += shared;
         // The port's headroom line is touched only by packets charged to it.
-        if ch.headroom > 0 {
-            self.headroom_used[inp] += ch.headroom as u64;
+        if headroom > 0 {
+            self.headroom_used[inp] += headroom;
         }
         self.used += size;
         let threshold = self.xoff_threshold();
         let e = &mut self.ingress[k];
         let a = &mut e.bytes;
-        a[0] += ch.reserve as u64;
-        a[1] += ch.shared as u64;
-        a[2] += ch.headroom as u64;
+        a[0] += reserve;
+        a[1] += shared;
+        a[2] += headroom;
         let pause = !e.xoff && (a[2] > 0 || a[1] as f64 >= threshold);
         if pause {
             e.xoff = true;
@@ -185,17 +203,18 @@ impl Mmu {
             return false;
         }
         let k = inp * self.classes + class;
-        self.shared_used -= ch.shared as u64;
-        if ch.headroom > 0 {
-            self.headroom_used[inp] -= ch.headroom as u64;
+        let [reserve, shared, headroom] = ch.parts(size);
+        self.shared_used -= shared;
+        if headroom > 0 {
+            self.headroom_used[inp] -= headroom;
         }
         let (alpha, free, resume_offset) =
             (self.pfc_alpha, self.shared_size.saturating_sub(self.shared_used), self.resume_offset);
         let e = &mut self.ingress[k];
         let a = &mut e.bytes;
-        a[0] -= ch.reserve as u64;
-        a[1] -= ch.shared as u64;
-        a[2] -= ch.headroom as u64;
+        a[0] -= reserve;
+        a[1] -= shared;
+        a[2] -= headroom;
         let (shared, headroom) = (a[1], a[2]);
         if e.xoff && headroom == 0 && (shared == 0 || (shared + resume_offset) as f64 <= alpha * free as f64) {
             e.xoff = false;
