@@ -26,7 +26,7 @@ pub enum PacketKind {
     Probe,
     /// The receiver's answer to an RTT probe.
     ProbeReply,
-    /// PFC frame: pause (`pause = true`) or resume one class on the link.
+    /// PFC frame: pause (`seq` = 1) or resume (`seq` = 0) one class on the link.
     Pfc,
     /// Request to send (receiver-driven transports): the sender announces
     /// that its application has handed over `seq` bytes in all.
@@ -56,14 +56,21 @@ pub struct IntHop {
 }
 
 /// A packet. Control packets reuse the fields they need.
+///
+/// Exactly one cache line, aligned to one (see "Per-hop cost" in
+/// docs/architecture.md): a switch hop reads the header, the charge and the
+/// queueing time, and with the former 80 bytes every packet straddled two
+/// lines. Nothing goes in it that a field already says: the source host of a
+/// packet is its flow's (`Path::src` or `dst` by direction, read only where a
+/// probe is answered), a PFC frame's pause is its `seq`, and the buffer
+/// charge is the part of the account (one byte), not three byte counts.
 #[derive(Clone, Debug)]
+#[repr(align(64))]
 pub struct Packet {
     /// What the packet is.
     pub kind: PacketKind,
     /// Flow it belongs to (for PFC frames: unused).
     pub flow: u32,
-    /// Source host index.
-    pub src: u32,
     /// Destination host index.
     pub dst: u32,
     /// Data: first payload byte. Ack: cumulative bytes received. Nack: expected byte.
@@ -83,8 +90,6 @@ pub struct Packet {
     pub probe: bool,
     /// Data: the flow wants INT records.
     pub want_int: bool,
-    /// PFC: pause (true) or resume (false).
-    pub pause: bool,
     /// Data: time the sender started transmitting it. Ack/ProbeReply: echo of it.
     pub ts_tx: Time,
     /// Enqueue time at the current switch queue (for queueing latency).
@@ -108,13 +113,13 @@ pub struct Packet {
     /// queue `1 + prio`). Set by the sender; by default the class's priority.
     pub prio: u8,
     /// Urgency on rank-queue ports, smaller first (pFabric: the flow's
-    /// remaining bytes when the packet was sent). 32 bits keep a packet at 80
-    /// bytes (a cache line and a quarter, as before ranks existed); remainders
-    /// of 4 GiB and more saturate, i.e. all rank as least urgent.
+    /// remaining bytes when the packet was sent). 32 bits keep a packet in one
+    /// cache line; remainders of 4 GiB and more saturate, i.e. all rank as
+    /// least urgent.
     pub rank: u32,
     /// pHost data: the number of the token it spends, modulo 256 (the
     /// receiver restores the full number from the tokens it issued; one byte
-    /// keeps a packet at 80 bytes).
+    /// keeps a packet in one cache line).
     pub token: u8,
 }
 
@@ -123,7 +128,6 @@ impl Packet {
         Packet {
             kind: PacketKind::Data,
             flow: 0,
-            src: 0,
             dst: 0,
             seq: 0,
             payload: 0,
@@ -133,7 +137,6 @@ impl Packet {
             ecn_echo: false,
             probe: false,
             want_int: false,
-            pause: false,
             ts_tx: 0,
             enq_time: 0,
             in_port: 0,
@@ -264,5 +267,18 @@ impl PacketPool {
     #[inline]
     pub fn sack(&self, id: PktId) -> crate::sack::SackBlocks {
         self.sacks.get(id as usize).copied().unwrap_or([(0, 0); crate::sack::SACK_BLOCKS])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A switch hop reads one line per packet only while a packet is one
+    /// aligned line: a new field must make room (see `Packet`).
+    #[test]
+    fn packet_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Packet>(), 64);
+        assert_eq!(std::mem::align_of::<Packet>(), 64);
     }
 }

@@ -425,10 +425,24 @@ impl Topology {
                 }
             }
         }
+        // Equal lists share one slice of `route_ports`: on a fat tree every
+        // (switch, target) pair going up has the same up ports, so the table
+        // shrinks from one list per pair to a few per switch and stays in the
+        // first-level cache beside the packets and ports of a hop.
         self.route_rows = Vec::with_capacity(lists.len());
+        let mut shared: HashMap<Vec<u32>, u32> = HashMap::new();
         for l in lists {
-            self.route_rows.push(RouteRow { start: self.route_ports.len() as u32, len: l.len() as u32 });
-            self.route_ports.extend(l);
+            let len = l.len() as u32;
+            let start = match shared.get(&l) {
+                Some(&start) => start,
+                None => {
+                    let start = self.route_ports.len() as u32;
+                    self.route_ports.extend_from_slice(&l);
+                    shared.insert(l, start);
+                    start
+                }
+            };
+            self.route_rows.push(RouteRow { start, len });
         }
     }
 }

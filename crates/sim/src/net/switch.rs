@@ -19,13 +19,31 @@
 //! could hold many times the buffer). Control packets bypass admission and
 //! are counted on top (`used`).
 
-/// Bytes of one packet charged to each part of an ingress account, so that
-/// release undoes exactly what admission did.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Charge {
-    reserve: u32,
-    shared: u32,
-    headroom: u32,
+/// The part of an ingress account a packet was charged to, so that release
+/// undoes exactly what admission did. Admission charges all of a packet's
+/// bytes to one part, so the part is enough: one byte in the packet, where
+/// three byte counts took twelve and kept the packet from fitting one cache
+/// line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Charge(u8);
+
+impl Charge {
+    /// Nothing charged (dropped, or not accounted per ingress).
+    const NONE: Charge = Charge(0);
+    const RESERVE: Charge = Charge(1);
+    const SHARED: Charge = Charge(2);
+    const HEADROOM: Charge = Charge(3);
+
+    /// Bytes of a `size`-byte packet charged to the reserve, the shared pool
+    /// and the headroom.
+    #[inline]
+    fn parts(self, size: u64) -> [u64; 3] {
+        [
+            if self == Charge::RESERVE { size } else { 0 },
+            if self == Charge::SHARED { size } else { 0 },
+            if self == Charge::HEADROOM { size } else { 0 },
+        ]
+    }
 }
 
 /// Buffer state of one switch.
@@ -57,10 +75,22 @@ pub struct Mmu {
     pub headroom: Vec<u64>,
     /// Headroom bytes used per local port.
     pub headroom_used: Vec<u64>,
-    /// Per (local port, class): reserve, shared and headroom bytes.
-    pub ingress: Vec<[u64; 3]>,
-    /// Per (local port, class): XOFF sent and not yet resumed.
-    pub xoff: Vec<bool>,
+    /// Per (local port, class): the bytes charged and the XOFF state, read
+    /// together by every admission and release.
+    pub ingress: Vec<IngressAcct>,
+}
+
+/// The account of one (ingress port, class) of a PFC switch: what admission
+/// and release read and write for every data packet, in one aligned half
+/// line (the bytes and the XOFF flag used to live in two arrays, two cache
+/// misses per packet on a large fabric).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+pub struct IngressAcct {
+    /// Reserve, shared and headroom bytes charged to the account.
+    pub bytes: [u64; 3],
+    /// XOFF sent and not yet resumed.
+    pub xoff: bool,
 }
 
 /// What admission decided.
@@ -106,8 +136,7 @@ impl Mmu {
             classes,
             headroom_used: vec![0; n],
             headroom,
-            ingress: vec![[0; 3]; n * classes],
-            xoff: vec![false; n * classes],
+            ingress: vec![IngressAcct::default(); n * classes],
         }
     }
 
@@ -125,38 +154,43 @@ impl Mmu {
                 || (queue_bytes + size) as f64 <= self.dt_alpha * self.buffer.saturating_sub(self.used) as f64;
             if fits_cap && fits_buf && fits_dt {
                 self.used += size;
-                return (Admit::Accept { pause: false }, Charge { shared: size as u32, ..Charge::default() });
+                return (Admit::Accept { pause: false }, Charge::SHARED);
             }
             return (Admit::Drop, Charge::default());
         }
         let k = inp * self.classes + class;
-        let acct = self.ingress[k];
-        let mut ch = Charge::default();
-        if acct[0] + size <= self.reserve {
-            ch.reserve = size as u32;
-        } else if !self.xoff[k]
+        let IngressAcct { bytes: acct, xoff } = self.ingress[k];
+        let ch = if acct[0] + size <= self.reserve {
+            Charge::RESERVE
+        } else if !xoff
             && (acct[1] + size) as f64 <= self.xoff_threshold()
             && self.shared_used + size <= self.shared_size
         {
-            ch.shared = size as u32;
+            Charge::SHARED
         } else if self.headroom_used[inp] + size <= self.headroom[inp] {
-            ch.headroom = size as u32;
+            Charge::HEADROOM
         } else if self.shared_used + size <= self.shared_size {
             // Headroom exhausted (mis-sized); keep lossless while the pool has room.
-            ch.shared = size as u32;
+            Charge::SHARED
         } else {
-            return (Admit::Drop, ch);
+            return (Admit::Drop, Charge::NONE);
+        };
+        let [reserve, shared, headroom] = ch.parts(size);
+        self.shared_used += shared;
+        // The port's headroom line is touched only by packets charged to it.
+        if headroom > 0 {
+            self.headroom_used[inp] += headroom;
         }
-        let a = &mut self.ingress[k];
-        a[0] += ch.reserve as u64;
-        a[1] += ch.shared as u64;
-        a[2] += ch.headroom as u64;
-        self.shared_used += ch.shared as u64;
-        self.headroom_used[inp] += ch.headroom as u64;
         self.used += size;
-        let pause = !self.xoff[k] && (a[2] > 0 || a[1] as f64 >= self.xoff_threshold());
+        let threshold = self.xoff_threshold();
+        let e = &mut self.ingress[k];
+        let a = &mut e.bytes;
+        a[0] += reserve;
+        a[1] += shared;
+        a[2] += headroom;
+        let pause = !e.xoff && (a[2] > 0 || a[1] as f64 >= threshold);
         if pause {
-            self.xoff[k] = true;
+            e.xoff = true;
         }
         (Admit::Accept { pause }, ch)
     }
@@ -169,18 +203,21 @@ impl Mmu {
             return false;
         }
         let k = inp * self.classes + class;
-        let a = &mut self.ingress[k];
-        a[0] -= ch.reserve as u64;
-        a[1] -= ch.shared as u64;
-        a[2] -= ch.headroom as u64;
-        self.shared_used -= ch.shared as u64;
-        self.headroom_used[inp] -= ch.headroom as u64;
+        let [reserve, shared, headroom] = ch.parts(size);
+        self.shared_used -= shared;
+        if headroom > 0 {
+            self.headroom_used[inp] -= headroom;
+        }
+        let (alpha, free, resume_offset) =
+            (self.pfc_alpha, self.shared_size.saturating_sub(self.shared_used), self.resume_offset);
+        let e = &mut self.ingress[k];
+        let a = &mut e.bytes;
+        a[0] -= reserve;
+        a[1] -= shared;
+        a[2] -= headroom;
         let (shared, headroom) = (a[1], a[2]);
-        if self.xoff[k]
-            && headroom == 0
-            && (shared == 0 || (shared + self.resume_offset) as f64 <= self.xoff_threshold())
-        {
-            self.xoff[k] = false;
+        if e.xoff && headroom == 0 && (shared == 0 || (shared + resume_offset) as f64 <= alpha * free as f64) {
+            e.xoff = false;
             return true;
         }
         false

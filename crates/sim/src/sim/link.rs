@@ -153,7 +153,7 @@ impl Simulation {
     pub(super) fn apply_pfc(&mut self, port: u32, pid: PktId) {
         let (class, pause) = {
             let p = self.pool.get(pid);
-            (p.class, p.pause)
+            (p.class, p.seq == 1)
         };
         self.pool.free(pid);
         let in_window = self.in_window;
@@ -186,7 +186,7 @@ impl Simulation {
         let p = self.pool.get_mut(pid);
         p.kind = PacketKind::Pfc;
         p.class = class;
-        p.pause = pause;
+        p.seq = pause as u64;
         p.size = size;
         let pt = &mut self.ports[port as usize];
         pt.pfc_out.push_back(pid);

@@ -261,7 +261,6 @@ impl Simulation {
         let p = self.pool.get_mut(pid);
         p.kind = PacketKind::Data;
         p.flow = fid;
-        p.src = f.path.src;
         p.dst = f.path.dst;
         p.seq = seq;
         p.payload = payload;
@@ -343,7 +342,12 @@ impl Simulation {
         let p = self.pool.get_mut(pid);
         p.kind = kind;
         p.flow = fid;
-        p.src = from;
+        // A packet's source is not stored: it is its flow's sender or
+        // receiver, by direction (see `Packet`).
+        debug_assert!({
+            let path = &self.flows[fid as usize].path;
+            from == path.src || from == path.dst
+        });
         p.dst = to;
         p.seq = seq;
         p.size = size;

@@ -62,10 +62,12 @@ impl Simulation {
     /// A stand-alone RTT probe reached host `h`: answer with a probe reply
     /// that echoes its send time.
     fn answer_probe(&mut self, h: u32, pid: PktId) {
-        let (fid, src, ts) = {
+        let (fid, ts) = {
             let p = self.pool.get(pid);
-            (p.flow, p.src, p.ts_tx)
+            (p.flow, p.ts_tx)
         };
+        // A stand-alone probe goes from its flow's sender (`cc_glue::after_cc`).
+        let src = self.flows[fid as usize].path.src;
         self.pool.free(pid);
         let size = self.scenario.packets.probe;
         let r = self.control_packet(fid, PacketKind::ProbeReply, h, src, size, 0);
