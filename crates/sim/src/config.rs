@@ -603,6 +603,7 @@ pub struct AgentConfig {
     pub initial_rate: f64,
     /// Rate a flow restarts at after a retransmission timeout, as a fraction of
     /// line rate (0 = the NIC's rate floor; 1 = keep the rate the agent had set).
+    /// Rate actions only: a window policy's flow keeps its rate.
     pub timeout_rate: f64,
     /// `interval` trigger: a tick at which the flow has neither sent a packet
     /// nor heard an ACK or NACK since its last decision is skipped (its monitor

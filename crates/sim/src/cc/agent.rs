@@ -567,10 +567,11 @@ impl CongestionControl for AgentCc {
         // congestion either and climbs to line rate). Restarting every such flow at
         // that rate at once overflows the queue again, so, like TCP's loss window,
         // the flow restarts low and the policy climbs back on fresh feedback.
-        // An `mvfst` agent's policy sets only the window: a rate cut here would
-        // never be undone (it would pace at the NIC's floor for the rest of the
-        // run), and mvfst-rl's controller leaves losses to the window alone.
-        if self.spec.timeout_rate < 1.0 && self.spec.action != ActionMap::Mvfst {
+        // A policy that sets only the window (`window`, `per_ack`, `mvfst`) never
+        // sets the rate: a cut here would never be undone (the flow would pace at
+        // the NIC's floor for the rest of the run), and a window sender's loss
+        // response belongs to its window (`loss_response`).
+        if self.spec.timeout_rate < 1.0 && !self.spec.action.sets_window() {
             ctx.set_rate(self.spec.timeout_rate * ctx.flow.line_rate);
         }
         self.reprobe_after_loss(ctx);

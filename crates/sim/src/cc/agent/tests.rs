@@ -551,3 +551,34 @@ fn loss_response_and_interval_rtts_are_checked() {
     assert_eq!(e(AgentConfig { interval_rtts: -1.0, ..qtcp_cfg() }), "agent.interval_rtts");
     assert_eq!(e(AgentConfig { interval_rtts: f64::NAN, ..qtcp_cfg() }), "agent.interval_rtts");
 }
+
+#[test]
+fn a_timeout_cuts_the_rate_of_rate_agents_only() {
+    // Window agents without NewReno underneath: their policy never sets the rate,
+    // so a timeout's cut to the floor would last for the rest of the run.
+    let window = |action: &str| AgentConfig {
+        trigger: "interval".into(),
+        interval: Duration(crate::units::MS),
+        action: action.into(),
+        initial_window: crate::units::Bytes(20 * 1024),
+        ..Default::default()
+    };
+    for cfg in [window("window"), window("per_ack")] {
+        assert_eq!(cfg.loss_response, "none");
+        assert!(cfg.timeout_rate < 1.0);
+        let (mut a, mut f) = started(cfg.clone());
+        let mut ctx = CcCtx { now: 0, flow: &mut f };
+        let (rate, window) = (ctx.flow.rate, ctx.flow.window);
+        a.on_send(&mut ctx, 1024);
+        a.on_timeout(&mut ctx);
+        assert_eq!(ctx.flow.rate, rate, "{}: the pacing rate is kept", cfg.action);
+        assert_eq!(ctx.flow.window, window, "{}: no loss response, the window is the policy's", cfg.action);
+    }
+    // A rate agent restarts at timeout_rate (the floor by default).
+    let cfg = AgentConfig { trigger: "interval".into(), interval: Duration(crate::units::MS), ..Default::default() };
+    let (mut a, mut f) = started(cfg);
+    let mut ctx = CcCtx { now: 0, flow: &mut f };
+    let rate = ctx.flow.rate;
+    a.on_timeout(&mut ctx);
+    assert!(ctx.flow.rate < rate * 1e-3, "{} -> {}", rate, ctx.flow.rate);
+}
