@@ -121,3 +121,11 @@ def _toml(d: dict) -> str:
         lines.append("[[scenario]]")
         lines += [f"{k} = {val(v)}" for k, v in sc.items()]
     return "\n".join(lines) + "\n"
+
+
+def test_the_bar_needs_a_static_method() -> None:
+    row = {"method": "ACC offline", "mice_mean_us": 9.0, "mice_p99_us": 40.0, "util": 20.0}
+    assert acc_suite._bar(row, [], None) == "no static method to compare with"
+    secn1 = {"method": "SECN1", "mice_mean_us": 9.5, "mice_p99_us": 39.0, "util": 20.0}
+    assert acc_suite._bar(row, [secn1], None) == "misses the bar: mice_p99 above SECN1"
+    assert acc_suite._bar(row, [{**secn1, "mice_p99_us": 41.0}], None) == "meets the bar"
