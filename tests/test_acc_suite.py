@@ -12,6 +12,7 @@ pytest.importorskip("ccgym._sim")
 
 from ccgym.acc.templates import GRID, grid_index  # noqa: E402
 from ccgym.bench import acc_suite  # noqa: E402
+from ccgym.bench.report import write_report  # noqa: E402
 from ccgym.bench.runner import load_suite, run_suite  # noqa: E402
 from ccgym.bench.tables import build_rows, markdown_table, table_spec  # noqa: E402
 
@@ -45,9 +46,12 @@ def test_cut_down_acc_suite_runs_every_method(tmp_path: Path) -> None:
     by = {r["method"]: r["metrics"] for r in records}
     oracle = grid_index(acc_suite.ORACLE_TEMPLATES[("acc-websearch", 0.5)])
     assert by["static oracle"]["oracle_index"] == oracle
+    # stepped from Python: 32 switch ports, one decision per 100 us from 0.1 ms to 3.9 ms
+    assert by["ACC online"]["decisions"] == 32 * 39
+    for name in ("ACC offline", "ACC offline, ADPG hosts"):  # native: no decision count
+        assert by[name]["decisions"] is None, name
     for name in ("ACC offline", "ACC online", "ACC offline, ADPG hosts"):
-        # 32 switch ports, one decision per 100 us from 0.1 ms to 3.9 ms
-        assert by[name]["decisions"] == 32 * 39, name
+        assert 0 <= by[name]["template_mean"] < len(GRID), name
         assert by[name]["mice_p99_us"] is not None and by[name]["util"] > 0
     assert by["SECN1, ADPG hosts"]["util"] > 0
     spec = table_spec("acc")
@@ -57,6 +61,41 @@ def test_cut_down_acc_suite_runs_every_method(tmp_path: Path) -> None:
     assert "the bar" in text
     _, again = run_suite(loaded, tmp_path / "out", jobs=1)
     assert again.ran == 0
+    # the report draws the ECN settings over time of the ACC runs (and only theirs)
+    page = write_report(loaded, records, tmp_path / "out").read_text()
+    section = page.split("ECN settings over time per switch tier", 1)[1].split("<h2>", 1)[0]
+    assert section.count("<figure>") == 3
+    assert "websearch 0.5 · ACC offline · seed 1" in section and "SECN1 ·" not in section
+
+
+def test_native_acc_offline_equals_the_python_driver() -> None:
+    """The ACC offline rows run natively; the same run stepped from Python (the greedy
+    Q-network) gives the same metrics."""
+    import ccgym
+    from ccgym.acc.training import run_policy
+    from ccgym.bench.acc import scores
+    from ccgym.scenario import load_scenario
+
+    data, base = load_scenario("acc-websearch", ["duration=2ms", "metrics.window=['0.5ms', '2ms']"])
+    native = ccgym.run(acc_suite.native_scenario(data, base))
+    stepped, _ = run_policy(acc_suite.ACC_POLICY, data)
+    got = scores(native.summary, native.series)
+    assert got == {k: stepped.metrics[k] for k in got}
+    assert acc_suite.ecn_template_mean(native.series) is not None
+
+
+def test_cache_key_follows_the_policy_file_contents(tmp_path: Path) -> None:
+    """A policy retrained under the same path gives its runs a new cache key."""
+    from ccgym import policies
+    from ccgym.bench.runner import run_key
+
+    path = tmp_path / "acc.json"
+    path.write_bytes(policies.policy_path(acc_suite.ACC_POLICY).read_bytes())
+    data = {"name": "acc-websearch", "agent": {"queue_policy": str(path)}}
+    first = run_key(data, "dcqcn", 1)
+    assert run_key(data, "dcqcn", 1) == first
+    path.write_bytes(path.read_bytes().replace(b"]", b" ]", 1))  # same JSON, other bytes
+    assert run_key(data, "dcqcn", 1) != first
 
 
 def _toml(d: dict) -> str:
@@ -82,3 +121,11 @@ def _toml(d: dict) -> str:
         lines.append("[[scenario]]")
         lines += [f"{k} = {val(v)}" for k, v in sc.items()]
     return "\n".join(lines) + "\n"
+
+
+def test_the_bar_needs_a_static_method() -> None:
+    row = {"method": "ACC offline", "mice_mean_us": 9.0, "mice_p99_us": 40.0, "util": 20.0}
+    assert acc_suite._bar(row, [], None) == "no static method to compare with"
+    secn1 = {"method": "SECN1", "mice_mean_us": 9.5, "mice_p99_us": 39.0, "util": 20.0}
+    assert acc_suite._bar(row, [secn1], None) == "misses the bar: mice_p99 above SECN1"
+    assert acc_suite._bar(row, [{**secn1, "mice_p99_us": 41.0}], None) == "meets the bar"

@@ -114,10 +114,14 @@ def test_profiles_scale_with_the_port_rate_from_the_reference_rate() -> None:
     assert sim.queue_ecn(port, queue) == (20_000, 800_000, 0.01)
 
 
-def scope_rewards(scope: str | None) -> list[tuple[np.ndarray, np.ndarray]]:
+def scope_rewards(
+    scope: str | None, weight: float | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """(agents, rewards) of every queue batch of a run with agents on all four server ports
     (one profile, so the actions cannot change the traffic between scopes)."""
     data = scenario({} if scope is None else {"queue_reward_scope": scope})
+    if weight is not None:
+        data["agent"]["queue_reward_fabric_weight"] = weight
     data["agent"]["queues"] = ["sw0->h0", "sw0->h1", "sw0->h2", "sw0->h3"]
     sim = _sim.Simulation(scenario_json(data), str(Path.cwd()))
     out = []
@@ -151,3 +155,25 @@ def test_fabric_reward_scope_gives_every_agent_the_mean_of_the_port_rewards() ->
 def test_bad_queue_reward_scope_names_the_field() -> None:
     with pytest.raises(ValueError, match="agent.queue_reward_scope"):
         _sim.Simulation(scenario_json(scenario({"queue_reward_scope": "switch"})), str(Path.cwd()))
+
+
+def test_mixed_reward_scope_blends_the_port_and_the_fabric_reward() -> None:
+    port = scope_rewards("port")
+    mixed = scope_rewards("mixed", 0.25)
+    assert len(port) == len(mixed) > 3
+    for (agents_p, rew_p), (agents_m, rew_m) in zip(port, mixed, strict=True):
+        np.testing.assert_array_equal(agents_p, agents_m)
+        np.testing.assert_allclose(rew_m, 0.75 * rew_p + 0.25 * rew_p.mean(), rtol=1e-6, atol=1e-7)
+    # weight 1 is the fabric scope, weight 0 the port scope
+    ends = [scope_rewards("mixed", 1.0), scope_rewards("fabric"), scope_rewards("mixed", 0.0)]
+    for a, b in ((ends[0], ends[1]), (ends[2], port)):
+        np.testing.assert_allclose(
+            np.concatenate([r for _, r in a]), np.concatenate([r for _, r in b]), atol=1e-7
+        )
+
+
+@pytest.mark.parametrize("weight", [-0.1, 1.5, float("nan")])
+def test_bad_mixed_reward_weight_names_the_field(weight: float) -> None:
+    data = scenario({"queue_reward_scope": "mixed", "queue_reward_fabric_weight": weight})
+    with pytest.raises(ValueError, match="agent.queue_reward_fabric_weight"):
+        _sim.Simulation(scenario_json(data), str(Path.cwd()))

@@ -704,6 +704,10 @@ pub struct AgentConfig {
     /// rewards at that tick: one team reward, so no agent gains by pushing
     /// its senders' queue onto another port).
     pub queue_reward_scope: String,
+    /// Switch-queue agents with `queue_reward_scope = "mixed"`: the share of
+    /// the fabric's mean reward in each agent's reward, in [0, 1] (the rest
+    /// is its own queue's); unused by the other scopes.
+    pub queue_reward_fabric_weight: f64,
 }
 
 /// An ECN marking profile a switch-queue agent can select (`agent.ecn_profiles`).
@@ -786,6 +790,7 @@ impl Default for AgentConfig {
             ecn_reference_rate: None,
             queue_policy: String::new(),
             queue_reward_scope: "port".into(),
+            queue_reward_fabric_weight: 0.5,
         }
     }
 }

@@ -7,20 +7,29 @@ Methods (``[methods.NAME]`` presets of ``suites/acc.toml``), by name:
 * ``static oracle``: the best static template of the scenario's workload and load, as the
   ``acc-oracle`` suite found it (:data:`ORACLE_TEMPLATES`; for a switching run, the oracle of
   the workload it switches to), run as a static template;
-* ``ACC offline``: the bundled ``acc-default`` Q-network, greedy, on every switch queue
-  (:func:`ccgym.acc.training.run_policy`; the Python driver, until native inference lands);
+* ``ACC offline``: the bundled ``acc-default`` Q-network, greedy, on every switch queue, run
+  natively (``agent.queue_policy``, :func:`native_scenario`: the same choices at the same
+  instants as the Python greedy driver :func:`ccgym.acc.training.run_policy`, without Python
+  in the loop);
 * ``ACC online``: the same policy learning on during the run (epsilon 0.01, Adam at the config's
   ``online.lr``: :data:`ONLINE_CONFIG`);
 * methods whose preset has ``cc = "policy:adpg-default"`` run the hosts with the ADPG policy
-  instead of DCQCN: a static name (``SECN1``) natively, an ACC name with the policy answered
-  in Python (the queue agents need the stepping API, so the whole run steps; the arithmetic is
-  the native float32 MLP's, :func:`ccgym.policies.forward`). ``ADPG hosts`` in the method's name
-  is only a label; the preset's ``cc`` decides.
+  instead of DCQCN, natively (``agent.policy``), the switches as their name says (``ACC
+  offline``: both policies native in one run; ``ACC online``: the queue agents step from
+  Python, so the ADPG flows are answered in Python with the native float32 arithmetic,
+  :func:`ccgym.policies.forward`). ``ADPG hosts`` in the method's name is only a label; the
+  preset's ``cc`` decides.
 
-Every run is scored with :func:`ccgym.bench.acc.scores` plus, for ACC runs, the agents' mean
-reward and the mean template index. Under the table, per scenario: how ACC compares with the
-best preset and the oracle (mice mean and p99 FCT, utilisation), and the spread of mice p99
-across the static methods against the seed noise (:func:`ccgym.acc.validity.spread_check`).
+Every run is scored with :func:`ccgym.bench.acc.scores` plus, for ACC runs, the mean template
+index (``template_mean``: per decision for a run stepped from Python; for a native run, in force
+over the agents' queues and the run, time-weighted, from the ``ecn`` log) and, for a run stepped
+from Python, the agents' mean reward and decision count (a native run leaves them empty). ACC
+runs also keep the ECN settings over time per switch tier (:func:`ecn_tier_arrays`) beside
+their series; the report draws them (:func:`report_section`).
+
+Under the table, per scenario: how ACC compares with the best preset and the oracle (mice mean
+and p99 FCT, utilisation), and the spread of mice p99 across the static methods against the
+seed noise (:func:`ccgym.acc.validity.spread_check`).
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from typing import Any
 from ccgym._errors import ScenarioError
 from ccgym.acc.templates import GRID, PRESETS, ecn_overrides, grid_index
 
-SCORES_VERSION = 1
+SCORES_VERSION = 2
 """Bumped when the scores or the ACC runs change (part of the bench cache key)."""
 
 ACC_POLICY = "acc-default"
@@ -151,6 +160,20 @@ def run_acc_job(
             "wall_s": time.perf_counter() - t0,
             "series": compact_series(result),
         }
+    online = "online" in method
+    if not online:  # greedy: the Q-network runs inside the simulator
+        data = native_scenario(data, base, ACC_POLICY, cc[len("policy:") :] if adpg else None)
+        result = ccgym.run(data)
+        metrics = scores(result.summary, result.series)
+        metrics["template_mean"] = ecn_template_mean(result.series)
+        metrics["agent_reward"] = None
+        metrics["decisions"] = None
+        return {
+            "metrics": metrics,
+            "summary": result.summary,
+            "wall_s": time.perf_counter() - t0,
+            "series": {**compact_series(result), **ecn_tier_arrays(result.series)},
+        }
     from ccgym.acc.training import run_policy
     from ccgym.train.config import read_config
 
@@ -159,7 +182,6 @@ def run_acc_job(
         table, flow_policy = _adpg_flow_policy(cc[len("policy:") :])
         set_cc(data, "agent")
         data["agent"] = {**table, **dict(data.get("agent") or {})}
-    online = "online" in method
     run, _ = run_policy(
         ACC_POLICY,
         data,
@@ -174,8 +196,137 @@ def run_acc_job(
         "metrics": run.metrics,
         "summary": run.summary,
         "wall_s": time.perf_counter() - t0,
-        "series": compact_series(result),
+        "series": {**compact_series(result), **ecn_tier_arrays(run.series)},
     }
+
+
+def native_scenario(
+    data: Mapping[str, Any],
+    base: str | Path,
+    policy: str = ACC_POLICY,
+    flow_policy: str | None = None,
+) -> dict[str, Any]:
+    """The scenario of a native ACC run: the queue agents of :func:`ccgym.acc.driver.
+    acc_scenario` on every switch queue with the keys ``policy`` was trained with (as
+    :func:`ccgym.acc.training.run_policy` builds them), answered by the simulator
+    (``agent.queue_policy``); the flows keep their CC or, with ``flow_policy``, run that
+    native host policy (its ``[agent]`` keys under the queue keys, as in the stepped run)."""
+    from ccgym import policies
+    from ccgym.acc.driver import acc_scenario
+    from ccgym.acc.training import policy_agent
+
+    if flow_policy is not None:
+        data = policies.use_policy(data, flow_policy)
+    out = acc_scenario(data, {**policy_agent(policy), "queues": "all"}, base)
+    table = out["agent"]
+    table["queue_policy"] = str(policies.policy_path(policy))
+    if flow_policy is not None:
+        table["policy"] = str(policies.policy_path(flow_policy))
+    return out
+
+
+ECN_PREFIX = "ecn_"
+"""Prefix of the ECN-over-time arrays in an ACC run's stored series."""
+
+ECN_POINTS = 600
+"""Time bins of the stored ECN-over-time arrays (a 150 ms run at 100 us: 1,500 ticks)."""
+
+
+def ecn_template_mean(series: Mapping[str, Any]) -> float | None:
+    """The mean template index in force over the switch data queues and the run, weighted by
+    time (NaN templates, profiles outside the grid, left out); None without an ``ecn`` log."""
+    import numpy as np
+
+    from ccgym.acc.ecn_series import tier_series
+
+    try:
+        tiers = tier_series(series, by="port")
+    except ValueError:
+        return None
+    t = np.asarray(tiers["template"], float)
+    return float(np.nanmean(t)) if np.any(np.isfinite(t)) else None
+
+
+def ecn_tier_arrays(series: Mapping[str, Any]) -> dict[str, Any]:
+    """The ECN settings over time per switch tier (:func:`ccgym.acc.ecn_series.tier_series`),
+    averaged into :data:`ECN_POINTS` time bins, keyed ``ecn_<field>``; empty when the run has
+    no ``ecn`` log."""
+    import warnings
+
+    import numpy as np
+
+    from ccgym.acc.ecn_series import tier_series
+
+    try:
+        tiers = tier_series(series, by="tier")
+    except ValueError:
+        return {}
+    times = np.asarray(tiers["time_s"], float)
+    n = min(ECN_POINTS, len(times))
+    out: dict[str, Any] = {f"{ECN_PREFIX}groups": np.asarray(tiers["groups"], dtype=str)}
+    if n == 0:
+        return out
+    edges = np.linspace(0, len(times), n + 1).astype(int)
+    out[f"{ECN_PREFIX}time_s"] = np.array(
+        [times[a:b].mean() for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    )
+    for key, arr in tiers.items():
+        if key in ("time_s", "groups"):
+            continue
+        arr = np.asarray(arr, float)
+        if arr.ndim == 2:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN bin stays NaN
+                fn = np.nanmax if key == "queue_max_bytes" else np.nanmean
+                arr = np.stack(
+                    [fn(arr[:, a:b], axis=1) for a, b in zip(edges[:-1], edges[1:], strict=True)],
+                    axis=1,
+                )
+        out[f"{ECN_PREFIX}{key}"] = arr.astype(np.float32)
+    return out
+
+
+def report_section(records: Sequence[Mapping[str, Any]], run_dir: str | Path) -> str:
+    """The HTML report's section of ECN settings over time: per scenario and ACC method, the
+    first seed's ECN profile in force per switch tier next to its queue
+    (:func:`ccgym.bench.plots.ecn_figure`)."""
+    import html
+
+    from ccgym.bench.plots import ecn_figure, figure_png, png_data_uri
+    from ccgym.bench.series import load_series, series_path
+
+    first: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for rec in records:
+        if is_acc(rec["method"]):
+            key = (rec["label"], rec["method"])
+            if key not in first or rec["seed"] < first[key]["seed"]:
+                first[key] = rec
+    figs = []
+    for (label, method), rec in first.items():
+        series = load_series(series_path(run_dir, rec["key"])) or {}
+        tiers = {k[len(ECN_PREFIX) :]: v for k, v in series.items() if k.startswith(ECN_PREFIX)}
+        if "time_s" not in tiers:
+            continue
+        name = f"{label} · {method} · seed {rec['seed']}"
+        png = figure_png(ecn_figure(tiers, name))
+        figs.append(
+            f'<figure><img src="{png_data_uri(png)}" alt="{html.escape(name)}">'
+            f"<figcaption>{html.escape(name)}</figcaption></figure>"
+        )
+    if not figs:
+        return ""
+    return "\n".join(
+        [
+            "<h2>ECN settings over time per switch tier</h2>",
+            '<p class="note">Per scenario and ACC method, the first seed: per switch tier, the '
+            "mean queue of its ports (solid) and the largest (thin), Kmin and Kmax in force "
+            "(dashed: the mean over the tier's queues, shaded from the lowest to the highest), "
+            f"Pmax (dotted, right axis); {ECN_POINTS} time bins.</p>",
+            '<div class="runs">',
+            *figs,
+            "</div>",
+        ]
+    )
 
 
 def _native_run(summary: dict[str, Any], series: dict[str, Any], data: Any, wall: float) -> Any:
@@ -261,6 +412,8 @@ def _bar(
     row: Mapping[str, Any], presets: Sequence[Mapping[str, Any]], oracle: Mapping[str, Any] | None
 ) -> str:
     """The issue's bar for one ACC row, as a verdict."""
+    if not presets and oracle is None:  # a suite without static methods has no bar to meet
+        return "no static method to compare with"
     misses = []
     for p in presets:
         for key in ("mice_mean_us", "mice_p99_us"):

@@ -354,6 +354,10 @@ def write_report(
         from ccgym.bench.qtcp import report_section as qtcp_section
 
         parts.append(qtcp_section(records))
+    if spec.name == "acc":  # the ECN settings over time per switch tier, next to the queue
+        from ccgym.bench.acc_suite import report_section as acc_section
+
+        parts.append(acc_section(records, run_dir))
     if scale_html:
         parts += ["<h2>Metrics against scale</h2>", *scale_html]
     if size_html:

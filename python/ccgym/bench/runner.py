@@ -369,6 +369,9 @@ def run_key(
     ident = {"scenario": data, "method": method_id, "seed": seed, "code": code_version()}
     if preset is not None:  # list-form methods keep the keys they had before presets
         ident["preset"] = preset
+    policy_files = _policy_file_hashes(data)
+    if policy_files:  # runs that name no policy file keep the keys they had
+        ident["policy_files"] = policy_files
     if scores != "standard":  # standard keys stay what they were before long-short scores
         from ccgym.bench.longshort import SCORES_VERSION
 
@@ -416,6 +419,30 @@ def run_key(
             ident["learner"] = learner_code_hash()
     blob = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def _policy_file_hashes(data: Mapping[str, Any]) -> dict[str, str]:
+    """The contents' hash of each policy file the scenario's ``[agent]`` table names
+    (``agent.policy``, ``agent.queue_policy``; a bundled name or a path), by key: a run's cache
+    key must change when a policy is retrained under the same name. A name that resolves to no
+    file is left out (the run itself reports it)."""
+    from ccgym.policies import policy_path
+
+    agent = data.get("agent")
+    if not isinstance(agent, Mapping):
+        return {}
+    out: dict[str, str] = {}
+    for key in ("policy", "queue_policy"):
+        spec = agent.get(key)
+        if not isinstance(spec, str) or spec in ("", "external"):
+            continue
+        try:
+            path = policy_path(spec)
+        except (FileNotFoundError, OSError):
+            continue
+        # Not _file_hash: its memo would keep a file's old hash for the life of the process.
+        out[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
 
 
 def _learner_hash() -> str:

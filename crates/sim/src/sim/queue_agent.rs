@@ -35,8 +35,10 @@
 //! peak and mean queue, so that the bursts behind tail FCT cost more than a
 //! steady shallow queue. With `agent.queue_reward_scope = "fabric"` every
 //! agent gets the mean of all agents' rewards of the tick instead of its own
-//! (a team reward). A new feature is one more name in [`QUEUE_FEATURES`]
-//! and one more value in the row of `on_queue_tick`.
+//! (a team reward); with `"mixed"` it gets `(1 - w) x` its own plus `w x`
+//! that mean, `w` = `agent.queue_reward_fabric_weight`. A new feature is one
+//! more name in [`QUEUE_FEATURES`] and one more value in the row of
+//! `on_queue_tick`.
 //!
 //! Requests are answered through the stepping API, or, with
 //! `agent.queue_policy` naming a native policy file, by the simulator itself:
@@ -126,6 +128,9 @@ pub(super) struct QueueAgents {
     native: Option<NativeQueuePolicy>,
     /// `agent.queue_reward_scope = "fabric"`: every agent gets the mean reward.
     fabric_reward: bool,
+    /// `agent.queue_reward_scope = "mixed"`: the mean reward's share in each
+    /// agent's (`agent.queue_reward_fabric_weight`); `None` for the other scopes.
+    mixed_weight: Option<f64>,
 }
 
 /// A loaded `agent.queue_policy`, with the buffers one evaluation uses (kept
@@ -328,10 +333,19 @@ impl Simulation {
             }
             other => return bad("queue_reward", &format!("\"{other}\""), "use \"linear\" or \"quadratic\""),
         };
-        let fabric_reward = match c.queue_reward_scope.as_str() {
-            "port" => false,
-            "fabric" => true,
-            other => return bad("queue_reward_scope", &format!("\"{other}\""), "use \"port\" or \"fabric\""),
+        let (fabric_reward, mixed_weight) = match c.queue_reward_scope.as_str() {
+            "port" => (false, None),
+            "fabric" => (true, None),
+            "mixed" => {
+                let w = c.queue_reward_fabric_weight;
+                if !(0.0..=1.0).contains(&w) {
+                    return bad("queue_reward_fabric_weight", &w, "must be a number in [0, 1]");
+                }
+                (true, Some(w))
+            }
+            other => {
+                return bad("queue_reward_scope", &format!("\"{other}\""), "use \"port\", \"fabric\" or \"mixed\"");
+            }
         };
         let mut profiles = vec![];
         for (i, p) in c.ecn_profiles.iter().enumerate() {
@@ -398,6 +412,7 @@ impl Simulation {
             reference_bps: c.ecn_reference_rate.map(|r| r.0),
             native: None,
             fabric_reward,
+            mixed_weight,
         })
     }
 
@@ -416,8 +431,18 @@ impl Simulation {
             let qa = &mut self.bridge.as_mut().expect("checked above").queues;
             if n > 0 {
                 let mean = qa.agents.iter().map(|a| a.reward as f64).sum::<f64>() / n as f64;
-                for a in &mut qa.agents {
-                    a.reward = mean as f32;
+                match qa.mixed_weight {
+                    None => {
+                        for a in &mut qa.agents {
+                            a.reward = mean as f32;
+                        }
+                    }
+                    // Mixed scope: each agent keeps part of its own credit.
+                    Some(w) => {
+                        for a in &mut qa.agents {
+                            a.reward = ((1.0 - w) * a.reward as f64 + w * mean) as f32;
+                        }
+                    }
                 }
             }
             for id in 0..n {
