@@ -79,6 +79,20 @@ def test_reward_scale_multiplies_every_reward() -> None:
     )
 
 
+def test_reward_offset_is_added_before_the_scale() -> None:
+    rewards = {}
+    for offset, scale in ((0.0, 1.0), (12.0, 10.0)):
+        agent = {**DECIDE, "reward": "log_utility", "reward_offset": offset, "reward_scale": scale}
+        env = CcFlowEnv(SINGLE_FLOW, agent=agent)
+        env.reset(seed=1)
+        rewards[offset] = [env.step(np.array([a], np.float32))[1] for a in (1.0, 0.5, -1.0, 0.0)]
+    np.testing.assert_allclose(
+        np.array(rewards[12.0]), (np.array(rewards[0.0]) + 12.0) * 10.0, rtol=1e-5
+    )
+    with pytest.raises(ValueError, match="reward_offset"):
+        CcFlowEnv(SINGLE_FLOW, agent={**DECIDE, "reward_offset": float("nan")}).reset(seed=1)
+
+
 ACTIONS = ["multiplier", "aurora", "rate", "discrete"]
 
 

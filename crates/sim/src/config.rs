@@ -599,6 +599,10 @@ pub struct AgentConfig {
     pub reward_beta: f64,
     /// Factor applied to every reward.
     pub reward_scale: f64,
+    /// Constant added to a host agent's reward before `reward_scale`: centres a reward whose
+    /// level is far from zero (a log utility sits near -10), so a learner's value baseline
+    /// starts near its targets instead of spending its first updates on the level.
+    pub reward_offset: f64,
     /// Rate an agent flow starts at, as a fraction of line rate.
     pub initial_rate: f64,
     /// Rate a flow restarts at after a retransmission timeout, as a fraction of
@@ -755,6 +759,7 @@ impl Default for AgentConfig {
             adpg_scale: 12.5,
             reward_beta: 1.0,
             reward_scale: 1.0,
+            reward_offset: 0.0,
             initial_rate: 1.0,
             timeout_rate: 0.0,
             hold_ticks: 0,

@@ -83,6 +83,7 @@ class AgentTable:
         self.history = int(agent.get("history", AGENT_DEFAULTS["history"]))
         self.reward = str(agent.get("reward", AGENT_DEFAULTS["reward"]))
         self.reward_scale = float(agent.get("reward_scale", 1.0))
+        self.reward_offset = float(agent.get("reward_offset", 0.0))
         sim = dict(agent)
         self.python_reward: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None
         sim_features = list(self.features)
@@ -92,6 +93,7 @@ class AgentTable:
             sim_features += [f for f in needed if f not in sim_features]
             sim["reward"] = "adpg"  # any simulator reward; unused
             sim["reward_scale"] = 1.0
+            sim["reward_offset"] = 0.0
             # Evaluation needs a reward the simulator knows (its value does not matter there).
             self.policy_table["reward"] = "adpg"
         elif self.reward not in BRIDGE_REWARDS:
@@ -120,7 +122,8 @@ class AgentTable:
         if self.python_reward is None:
             return bridge_rewards
         cols = {f: obs[:, i].astype(np.float64) for f, i in self.newest.items()}
-        return (self.python_reward(cols) * self.reward_scale).astype(np.float32)
+        shifted = self.python_reward(cols) + self.reward_offset
+        return (shifted * self.reward_scale).astype(np.float32)
 
 
 # --------------------------------------------------------------------------------------------

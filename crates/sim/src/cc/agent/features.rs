@@ -136,6 +136,8 @@ impl AgentCc {
             Reward::LogUtility => throughput.max(1e-6).ln() - sp.reward_beta * (rtt / base).max(1.0).ln(),
             Reward::Mvfst => self.mv_reward(),
         };
+        // Skipped at 0 so a -0.0 reward stays -0.0 (results stay bit-identical).
+        let r = if sp.reward_offset != 0.0 { r + sp.reward_offset } else { r };
         let r = (r * sp.reward_scale) as f32;
         if let Some(i) = reward_at {
             row[i] = r.clamp(-1.0, 1.0);

@@ -284,6 +284,8 @@ pub struct AgentSpec {
     pub reward_beta: f64,
     /// Overall reward factor.
     pub reward_scale: f64,
+    /// Added to the reward before `reward_scale`.
+    pub reward_offset: f64,
     /// Starting rate as a fraction of line rate.
     pub initial_rate: f64,
     /// Rate after a retransmission timeout, as a fraction of line rate (0 = floor, 1 = keep).
@@ -492,6 +494,9 @@ impl AgentSpec {
         if !(c.reward_scale.is_finite() && c.reward_beta.is_finite() && c.adpg_scale.is_finite()) {
             return bad("reward_scale", &c.reward_scale, "reward constants must be finite");
         }
+        if !c.reward_offset.is_finite() {
+            return bad("reward_offset", &c.reward_offset, "must be finite");
+        }
         let rtt_last = match c.rtt_estimate.as_str() {
             "mean" => false,
             "last" => true,
@@ -597,6 +602,7 @@ impl AgentSpec {
             adpg: (c.adpg_beta, c.adpg_target, c.adpg_scale),
             reward_beta: c.reward_beta,
             reward_scale: c.reward_scale,
+            reward_offset: c.reward_offset,
             initial_rate: c.initial_rate,
             timeout_rate: c.timeout_rate,
             hold_ticks: c.hold_ticks,
