@@ -4,6 +4,7 @@ layout, actions, reward, timing modes) is checked in crates/sim/tests/mvfst_env.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import gymnasium as gym
@@ -87,6 +88,39 @@ def _random_run(seed: int) -> dict:
 def test_the_native_random_policy_is_seeded() -> None:
     assert _random_run(1) == _random_run(1)
     assert _random_run(1) != _random_run(2)
+
+
+def _bias_policy(path: Path, bias: list[float]) -> str:
+    """A native MVFST-RL policy whose scores are ``bias`` whatever it observes."""
+    layer = {"weight": [[0.0] * mvfst.obs_dim(20)] * 5, "bias": bias, "activation": "none"}
+    path.write_text(
+        json.dumps({"format": "ccgym-mlp", "version": 1, "output": "none", "layers": [layer]})
+    )
+    return str(path)
+
+
+def _policy_run(policy: str, sampling: str, seed: int = 1) -> dict:
+    agent = {**mvfst.AGENT, "policy": policy, "policy_sampling": sampling}
+    data, _ = prepare_scenario(mexico("3s"), agent=agent)
+    data["seed"] = seed
+    return ccgym.run(data).summary["network"]
+
+
+def test_a_sampled_native_policy_draws_from_its_scores(tmp_path: Path) -> None:
+    # One score far above the others: sampling picks it every time, as greedy does.
+    sure = _bias_policy(tmp_path / "sure.json", [0.0, 0.0, 0.0, 60.0, 0.0])
+    assert _policy_run(sure, "sample") == _policy_run(sure, "greedy")
+    # Equal scores: greedy always takes index 0 (keep the window); sampling moves it, the
+    # same way for the same seed and differently for another.
+    flat = _bias_policy(tmp_path / "flat.json", [0.0] * 5)
+    sampled = _policy_run(flat, "sample")
+    assert sampled != _policy_run(flat, "greedy")
+    assert sampled == _policy_run(flat, "sample")
+    assert sampled != _policy_run(flat, "sample", seed=2)
+    with pytest.raises(ValueError, match="agent.policy_sampling"):
+        _policy_run(flat, "softmax")
+    with pytest.raises(ValueError, match="agent.policy_sampling"):
+        _policy_run("random", "sample")
 
 
 def test_reference_methods_pair_blocking_with_nonblocking() -> None:

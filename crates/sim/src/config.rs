@@ -587,6 +587,10 @@ pub struct AgentConfig {
     pub policy: String,
     /// Native policy arithmetic: `float32` or `int8`.
     pub precision: String,
+    /// How a native discrete policy turns its scores into an action: `greedy` (the best
+    /// score, the default) or `sample` (drawn from their softmax, as the policy acted in
+    /// training; seeded from the scenario seed).
+    pub policy_sampling: String,
     /// RTT normaliser (RTT inflation = RTT / rtt_norm); 0 = the flow's base RTT.
     pub rtt_norm: Duration,
     /// ADPG signal: RTT-inflation offset beta.
@@ -752,6 +756,7 @@ impl Default for AgentConfig {
             discrete: vec![0.8, 0.95, 1.0, 1.05, 1.1, 1.2],
             policy_delay: Duration(US),
             policy: "external".into(),
+            policy_sampling: "greedy".into(),
             precision: "float32".into(),
             rtt_norm: Duration(8192 * NS),
             adpg_beta: 1.5,

@@ -667,6 +667,32 @@ pub fn argmax(scores: &[f32]) -> usize {
     best
 }
 
+/// An index drawn from the softmax of `scores` with `u` uniform in [0, 1): index i with
+/// probability `exp(s_i) / sum_j exp(s_j)`. A NaN score is never drawn; if every score is
+/// NaN (or none is given), 0, as [`argmax`].
+pub fn sample_softmax(scores: &[f32], u: f64) -> usize {
+    let top = scores.iter().copied().filter(|s| !s.is_nan()).fold(f32::NEG_INFINITY, f32::max);
+    if !top.is_finite() {
+        return argmax(scores);
+    }
+    let weight = |s: f32| if s.is_nan() { 0.0 } else { f64::from(s - top).exp() };
+    let total: f64 = scores.iter().map(|&s| weight(s)).sum();
+    let mut left = u * total;
+    let mut last = 0;
+    for (i, &s) in scores.iter().enumerate() {
+        let w = weight(s);
+        if w > 0.0 {
+            if left < w {
+                return i;
+            }
+            left -= w;
+            last = i;
+        }
+    }
+    // Rounding left a sliver past the last weight: the last drawable index.
+    last
+}
+
 /// Most `concat` steps (extra inputs) a network may have.
 pub const MAX_EXTRA: usize = 8;
 

@@ -425,3 +425,30 @@ fn bad_packed_arrays_are_rejected_with_their_reason() {
     assert!(err(r#"{"shape": [1, 1], "f32": "AACAPw==", "dtype": "f16"}"#).contains("unknown field \"dtype\""));
     assert!(err(r#"{"shape": [1, 1]}"#).contains("base64 string"));
 }
+
+#[test]
+fn sampled_actions_follow_the_softmax_of_the_scores() {
+    // Scores 0 and ln 3: index 1 has probability 3/4, so u below 1/4 draws index 0.
+    let scores = [0.0, 3f32.ln()];
+    assert_eq!(sample_softmax(&scores, 0.0), 0);
+    assert_eq!(sample_softmax(&scores, 0.24), 0);
+    assert_eq!(sample_softmax(&scores, 0.26), 1);
+    assert_eq!(sample_softmax(&scores, 0.999_999), 1);
+    // A NaN score is never drawn; all NaN falls back to argmax's answer.
+    for u in [0.0, 0.5, 0.99] {
+        assert_eq!(sample_softmax(&[f32::NAN, 1.0, f32::NAN], u), 1);
+    }
+    assert_eq!(sample_softmax(&[f32::NAN, f32::NAN], 0.7), 0);
+    // Frequencies over a fine grid of u match the probabilities.
+    let s = [1.0f32, 2.0, 0.5, -1.0];
+    let z: f64 = s.iter().map(|&v| f64::from(v).exp()).sum();
+    let mut counts = [0usize; 4];
+    let n = 100_000;
+    for k in 0..n {
+        counts[sample_softmax(&s, (k as f64 + 0.5) / n as f64)] += 1;
+    }
+    for (i, &c) in counts.iter().enumerate() {
+        let p = f64::from(s[i]).exp() / z;
+        assert!((c as f64 / n as f64 - p).abs() < 1e-3, "index {i}: {c} of {n}, p = {p}");
+    }
+}

@@ -104,6 +104,9 @@ pub(super) struct Bridge {
     ended: bool,
     /// Native policy and its scratch space.
     native: Option<(Mlp, Vec<f32>)>,
+    /// `agent.policy_sampling = "sample"`: a discrete native policy's action is drawn from
+    /// the softmax of its scores instead of taking the best one.
+    sample: bool,
     /// Decisions requested so far.
     decisions: u64,
     /// Switch-queue agents (none unless `agent.queues` names ports).
@@ -230,7 +233,10 @@ impl Simulation {
             if let (Some(t), DelayMode::Measured(scale)) = (started, &bridge.spec.delay) {
                 delay = Some(measured(t, *scale));
             }
-            if n > 1 {
+            if n > 1 && bridge.sample {
+                let u: f64 = bridge.timing.rng.random();
+                crate::policy::sample_softmax(&out[..n], u) as f32
+            } else if n > 1 {
                 // Several outputs: a discrete policy's scores; take the best.
                 // Equal scores go to the lowest index, as torch.argmax and numpy.argmax.
                 crate::policy::argmax(&out[..n]) as f32
@@ -555,6 +561,24 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
         let scratch = vec![0.0; mlp.scratch_len()];
         Some((mlp, scratch))
     };
+    let sample = match cfg.policy_sampling.as_str() {
+        "greedy" => false,
+        "sample" => true,
+        other => {
+            return Err(ConfigError::new(
+                "agent.policy_sampling",
+                format!("\"{other}\""),
+                "use \"greedy\" (the best score) or \"sample\" (drawn from the scores' softmax)",
+            ))
+        }
+    };
+    if sample && native.as_ref().is_none_or(|(mlp, _)| mlp.outputs() <= 1) {
+        return Err(ConfigError::new(
+            "agent.policy_sampling",
+            "\"sample\"",
+            "needs a native policy with one score per action (agent.policy a policy file, action \"discrete\", \"per_ack\" or \"mvfst\")",
+        ));
+    }
     Ok(Some(Bridge {
         spec: Arc::new(spec),
         dim,
@@ -563,6 +587,7 @@ pub(super) fn build_bridge(sc: &Scenario, base_dir: &Path) -> CfgResult<Option<B
         stepping: false,
         ended: false,
         native,
+        sample,
         decisions: 0,
         queues: QueueAgents::with_policy(cfg, base_dir)?,
         queue_batch: Batch::default(),
