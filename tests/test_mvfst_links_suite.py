@@ -71,3 +71,27 @@ def test_tables_are_registered() -> None:
         "thr_mbps", "delay_p95_ms", "loss_pct",
     ]  # fmt: skip
     assert "reward_last" in table_spec("mvfst-history").metrics
+
+
+def test_the_log_utility_config_trains_on_the_five_links_with_a_centred_reward() -> None:
+    from ccgym.env import CcFlowEnv
+    from ccgym.train.config import CONFIG_DIR, read_config
+
+    path = CONFIG_DIR / "mvfst-log-utility.toml"
+    if not path.is_file():
+        pytest.skip("the log-utility config comes with the MVFST-RL environment")
+    cfg = read_config(path)
+    base = read_config(CONFIG_DIR / "mvfst-default.toml")
+    assert [s["name"] for s in cfg["scenario"]] == [s["name"] for s in base["scenario"]]
+    agent = cfg["agent"]
+    assert agent["reward"] == "log_utility" and agent["reward_offset"] == 9.0
+    env = CcFlowEnv("mvfst-mexico-cellular", overrides=["duration=3s"], agent=agent, seed=1)
+    env.reset(seed=1)
+    rewards = []
+    for _ in range(20):
+        _, r, term, trunc, _ = env.step(0)
+        rewards.append(r)
+        if term or trunc:
+            break
+    # ln(2.64 Mb/s / line rate) is about -6 before queueing: offset and scale centre it.
+    assert all(np.isfinite(rewards)) and -60.0 < float(np.mean(rewards)) < 60.0
