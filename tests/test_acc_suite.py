@@ -131,7 +131,7 @@ def test_the_bar_needs_a_static_method() -> None:
     assert acc_suite._bar(row, [{**secn1, "mice_p99_us": 41.0}], None) == "meets the bar"
 
 
-@pytest.mark.parametrize("name", ["acc"])
+@pytest.mark.parametrize("name", ["acc", "acc-fattree"])
 def test_suite_files_load_and_every_scenario_has_an_oracle(name: str) -> None:
     """The acc suite and its fat-tree companion: the file loads, its methods resolve to the
     presets, the oracle and the ACC rows, and every scenario's static oracle is in

@@ -73,10 +73,16 @@ ORACLE_TEMPLATES: dict[tuple[str, float | None], str] = {
     # the incasts (over WebSearch at 30 %; the acc-oracle suite, seeds 1 and 2)
     ("acc-incast-8x32", 0.3): "80K-160K-50%",
     ("acc-incast-15x8", 0.3): "80K-160K-50%",
+    # the k = 8 fat tree (the acc-oracle-fattree suite: the full grid, seed 1 only)
+    ("acc-fattree-websearch", 0.5): "20K-160K-5%",
+    ("acc-fattree-datamining", 0.5): "40K-80K-5%",
+    ("acc-fattree-storage", 0.5): "20K-160K-50%",
+    ("acc-fattree-switch", None): "20K-160K-50%",  # -> storage 50 % on the fat tree
 }
 """The static oracle per (scenario, load of its first workload), as ``ccgym bench --suite
 acc-oracle`` chose it (35 templates, seeds 1 and 2; docs/acc.md, "Measured: the oracle and the
-checks"). Rerun that suite and update this table when the scenarios or the grid change."""
+checks"), and on the fat tree ``ccgym bench --suite acc-oracle-fattree`` (35 templates, seed 1).
+Rerun those suites and update this table when the scenarios or the grid change."""
 
 
 SWITCHING_RUNS = ("acc-switch", "acc-fattree-switch")
