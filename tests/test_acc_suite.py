@@ -129,3 +129,24 @@ def test_the_bar_needs_a_static_method() -> None:
     secn1 = {"method": "SECN1", "mice_mean_us": 9.5, "mice_p99_us": 39.0, "util": 20.0}
     assert acc_suite._bar(row, [secn1], None) == "misses the bar: mice_p99 above SECN1"
     assert acc_suite._bar(row, [{**secn1, "mice_p99_us": 41.0}], None) == "meets the bar"
+
+
+@pytest.mark.parametrize("name", ["acc", "acc-fattree"])
+def test_suite_files_load_and_every_scenario_has_an_oracle(name: str) -> None:
+    """The acc suite and its fat-tree companion: the file loads, its methods resolve to the
+    presets, the oracle and the ACC rows, and every scenario's static oracle is in
+    ORACLE_TEMPLATES (a missing entry would fail only at run time, minutes in)."""
+    from ccgym.scenario import load_scenario
+
+    suite = load_suite(name)
+    assert suite["table"] == "acc"
+    assert suite["methods"][:5] == ["SECN0", "SECN1", "SECN2", "static oracle", "ACC offline"]
+    names = {t.name for t in GRID}
+    for sc in suite["scenario"]:
+        data, _ = load_scenario(sc["scenario"], list(sc.get("overrides") or []))
+        assert acc_suite.oracle_template(data) in names, sc["label"]
+    labels = [sc["label"] for sc in suite["scenario"]]
+    if name == "acc":
+        assert {"incast 8x32", "incast 15x8"} <= set(labels)
+    else:
+        assert all(label.startswith("fattree") for label in labels) and len(labels) == 4

@@ -70,10 +70,24 @@ ORACLE_TEMPLATES: dict[tuple[str, float | None], str] = {
     # switching runs: the oracle of the workload they switch to
     ("acc-switch-workload", None): "40K-80K-5%",  # -> storage 50 %
     ("acc-switch-load", None): "20K-160K-5%",  # -> WebSearch 70 %
+    # the incasts (over WebSearch at 30 %; the acc-oracle suite, seeds 1 and 2)
+    ("acc-incast-8x32", 0.3): "80K-160K-50%",
+    ("acc-incast-15x8", 0.3): "80K-160K-50%",
+    # the k = 8 fat tree (the acc-oracle-fattree suite: the full grid, seed 1 only)
+    ("acc-fattree-websearch", 0.5): "20K-160K-5%",
+    ("acc-fattree-datamining", 0.5): "40K-80K-5%",
+    ("acc-fattree-storage", 0.5): "20K-160K-50%",
+    ("acc-fattree-switch", None): "20K-160K-50%",  # -> storage 50 % on the fat tree
 }
 """The static oracle per (scenario, load of its first workload), as ``ccgym bench --suite
 acc-oracle`` chose it (35 templates, seeds 1 and 2; docs/acc.md, "Measured: the oracle and the
-checks"). Rerun that suite and update this table when the scenarios or the grid change."""
+checks"), and on the fat tree ``ccgym bench --suite acc-oracle-fattree`` (35 templates, seed 1).
+Rerun those suites and update this table when the scenarios or the grid change."""
+
+
+SWITCHING_RUNS = ("acc-switch", "acc-fattree-switch")
+"""Name prefixes of the switching runs: their oracle is keyed by the scenario alone (load
+None), the oracle of the workload they switch to."""
 
 
 def is_acc(method: str) -> bool:
@@ -101,7 +115,7 @@ def oracle_template(data: Mapping[str, Any]) -> str:
     """The oracle's template for a loaded scenario (its name and first workload's load)."""
     name = str(data.get("name"))
     workloads = data.get("workload") or [{}]
-    load = None if name.startswith("acc-switch") else workloads[0].get("load")
+    load = None if name.startswith(SWITCHING_RUNS) else workloads[0].get("load")
     key = (name, None if load is None else round(float(load), 3))
     if key not in ORACLE_TEMPLATES:
         raise ScenarioError(
