@@ -95,3 +95,21 @@ def test_the_log_utility_config_trains_on_the_five_links_with_a_centred_reward()
             break
     # ln(2.64 Mb/s / line rate) is about -6 before queueing: offset and scale centre it.
     assert all(np.isfinite(rewards)) and -60.0 < float(np.mean(rewards)) < 60.0
+
+
+def test_a_policer_s_drops_do_not_count_as_throughput() -> None:
+    """A line-rate sender through a 1 Mb/s policer on the 2.64 Mb/s link: the bottleneck port
+    runs at its rate and the policer discards most of it; the link's throughput is what the
+    policer let through (about its rate), not what the port sent."""
+    import ccgym
+
+    policed = {
+        **LINK,
+        "link": [{"from": "left", "to": "right", "policer": {"rate": "1Mbps", "burst": "15KB"}}],
+    }
+    result = ccgym.run(policed, cc="line_rate")
+    assert result.summary["bottleneck"]["utilization"] > 0.99  # the port ran at 2.64 Mb/s
+    s = mvfst.scores(result)
+    assert 0.95 < s["thr_mbps"] < 1.1
+    # Without a policer the same sender is credited with the port's rate.
+    assert abs(mvfst.scores(ccgym.run(LINK, cc="line_rate"))["thr_mbps"] - 2.64) < 0.01

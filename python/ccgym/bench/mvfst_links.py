@@ -5,8 +5,11 @@ One run = one method on one single-flow link for one seed. Scored from the resul
 
 * ``thr_mbps``: what the bottleneck link sent over the metrics window, Mb/s (its utilisation
   times its rate). Pantheon measures throughput the same way, from the emulated link's egress
-  log, retransmissions included; ``goodput_mbps`` (CSV only) is the flow's in-order delivery
-  rate;
+  log, retransmissions included (random loss, like ``mm-loss`` around ``mm-link``, comes after
+  that log, so lost packets count). On a link with a token-bucket policer, what the policer
+  drops is taken off: a policer limits what the link carries, and counting the bytes it
+  discards would credit a sender for flooding it. ``goodput_mbps`` (CSV only) is the flow's
+  in-order delivery rate;
 * ``delay_p95_ms``: the 95th percentile of the packets' one-way delay, Pantheon's delay metric:
   the summary's ``flows.one_way_delay_ms.p95`` when the scenario records it
   (``metrics.one_way_delay = true``, as the bundled ``mvfst-*`` links do); otherwise an
@@ -69,6 +72,13 @@ def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> fl
     return float(v[np.searchsorted(cum, q * cum[-1], side="left")])
 
 
+def _policed(scenario: dict[str, Any]) -> bool:
+    """Whether a ``[[link]]`` of the scenario polices its traffic (its only link drops are then
+    the policer's: the bundled policer link has no random loss)."""
+    links = scenario.get("link") or []
+    return any(isinstance(lk, dict) and lk.get("policer") for lk in links)
+
+
 def scores(result: Result) -> dict[str, float | None]:
     """The ``mvfst-links`` metrics of one single-flow run (see the module docstring)."""
     s = result.summary
@@ -85,6 +95,11 @@ def scores(result: Result) -> dict[str, float | None]:
         p = p[(p["time_s"] >= window[0]) & (p["time_s"] <= window[1])]
         if len(rate) and bn.get("utilization") is not None:
             thr = float(bn["utilization"]) * float(rate.iloc[0]) * 1000.0
+            if _policed(result.scenario):
+                span = float(window[1]) - float(window[0])
+                dropped = float((s.get("network") or {}).get("link_drops_bytes") or 0)
+                if span > 0:
+                    thr = max(thr - dropped * 8.0 / span / 1e6, 0.0)
         if len(rate) and len(p):
             drain_ms = p["queue_bytes"].to_numpy() * 8.0 / (float(rate.iloc[0]) * 1e9) * 1e3
             sent = p["tx_gbps"].to_numpy()
