@@ -4,6 +4,7 @@ training env, a short run, its run folder, resume, and the exports (docs/mvfst.m
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -81,3 +82,23 @@ def _stop_ray():
     import ray
 
     ray.shutdown()
+
+
+def test_a_local_ray_runs_the_env_runners_at_the_trainer_s_priority(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ray nices its workers to 15 by default; the env runners carry the training's work.
+    import ray
+
+    calls: list[dict] = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    # setenv first, so that the teardown restores the variable's state before the test.
+    monkeypatch.setenv("RAY_worker_niceness", "")
+    monkeypatch.delenv("RAY_worker_niceness")
+    impala._connect_ray(None, 2)
+    assert calls and "address" not in calls[0]
+    assert os.environ["RAY_worker_niceness"] == "0"
+    monkeypatch.setenv("RAY_worker_niceness", "7")  # a user's choice stays
+    impala._connect_ray(None, 2)
+    assert os.environ["RAY_worker_niceness"] == "7"

@@ -471,6 +471,10 @@ def _connect_ray(address: str | None, runners: int) -> None:
             runtime_env={"py_modules": [package], "excludes": ["__pycache__"]},
         )
         return
+    # Ray lowers its workers' priority (nice 15) below the driver's; here the env runners are
+    # the training's main work, so on a shared machine any other job would starve them.
+    # They keep the trainer's priority unless the user set RAY_worker_niceness.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     # Each env runner asks Ray for one CPU; allow as many runners as asked for even on a
     # machine with fewer cores (they then share them).
     ray.init(
