@@ -126,11 +126,10 @@ pub(super) struct QueueAgents {
     reference_bps: Option<u64>,
     /// The native policy every agent answers itself with (`agent.queue_policy`).
     native: Option<NativeQueuePolicy>,
-    /// `agent.queue_reward_scope = "fabric"`: every agent gets the mean reward.
-    fabric_reward: bool,
-    /// `agent.queue_reward_scope = "mixed"`: the mean reward's share in each
-    /// agent's (`agent.queue_reward_fabric_weight`); `None` for the other scopes.
-    mixed_weight: Option<f64>,
+    /// The fabric-wide mean reward's share in each agent's: `None` for the
+    /// `"port"` scope, 1 for `"fabric"`, `agent.queue_reward_fabric_weight` for
+    /// `"mixed"`.
+    fabric_weight: Option<f64>,
 }
 
 /// A loaded `agent.queue_policy`, with the buffers one evaluation uses (kept
@@ -333,15 +332,15 @@ impl Simulation {
             }
             other => return bad("queue_reward", &format!("\"{other}\""), "use \"linear\" or \"quadratic\""),
         };
-        let (fabric_reward, mixed_weight) = match c.queue_reward_scope.as_str() {
-            "port" => (false, None),
-            "fabric" => (true, None),
+        let fabric_weight = match c.queue_reward_scope.as_str() {
+            "port" => None,
+            "fabric" => Some(1.0),
             "mixed" => {
                 let w = c.queue_reward_fabric_weight;
                 if !(0.0..=1.0).contains(&w) {
                     return bad("queue_reward_fabric_weight", &w, "must be a number in [0, 1]");
                 }
-                (true, Some(w))
+                Some(w)
             }
             other => {
                 return bad("queue_reward_scope", &format!("\"{other}\""), "use \"port\", \"fabric\" or \"mixed\"");
@@ -411,38 +410,28 @@ impl Simulation {
             reward,
             reference_bps: c.ecn_reference_rate.map(|r| r.0),
             native: None,
-            fabric_reward,
-            mixed_weight,
+            fabric_weight,
         })
     }
 
     /// The `QueueTick` event: every queue agent closes its interval; with the
     /// stepping API in use, each one whose last action has taken effect asks
-    /// for a new one. With `queue_reward_scope = "fabric"` every agent closes
+    /// for a new one. With `queue_reward_scope = "fabric"` or `"mixed"` every agent closes
     /// its interval first and all of them get the mean reward before any asks.
     #[cold]
     #[inline(never)]
     pub(super) fn on_queue_tick(&mut self) {
         let Some(n) = self.bridge.as_ref().map(|b| b.queues.len()) else { return };
-        if self.bridge.as_ref().expect("checked above").queues.fabric_reward {
+        if let Some(w) = self.bridge.as_ref().expect("checked above").queues.fabric_weight {
             for id in 0..n {
                 self.close_queue_interval(id);
             }
             let qa = &mut self.bridge.as_mut().expect("checked above").queues;
             if n > 0 {
                 let mean = qa.agents.iter().map(|a| a.reward as f64).sum::<f64>() / n as f64;
-                match qa.mixed_weight {
-                    None => {
-                        for a in &mut qa.agents {
-                            a.reward = mean as f32;
-                        }
-                    }
-                    // Mixed scope: each agent keeps part of its own credit.
-                    Some(w) => {
-                        for a in &mut qa.agents {
-                            a.reward = ((1.0 - w) * a.reward as f64 + w * mean) as f32;
-                        }
-                    }
+                for a in &mut qa.agents {
+                    // The fabric scope takes the mean as it is (no rounding through the mix).
+                    a.reward = if w == 1.0 { mean as f32 } else { ((1.0 - w) * a.reward as f64 + w * mean) as f32 };
                 }
             }
             for id in 0..n {
