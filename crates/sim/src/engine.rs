@@ -164,6 +164,8 @@ const BUCKET_SHIFT: u32 = 10;
 /// past a data-centre link's serialisation plus propagation delay, so the
 /// events of every packet-hop land in the calendar.
 const BUCKETS: usize = 2048;
+/// How many upcoming packet-hop events [`EventQueue::upcoming_ports`] names.
+pub const UPCOMING: usize = 5;
 /// Pending hop events above which the heap hands over to the calendar.
 const TO_CALENDAR: usize = 512;
 /// Pending hop events below which the calendar hands back to the heap.
@@ -371,13 +373,13 @@ impl HopQueue {
         None
     }
 
-    /// The next key and (when cheaply known) the one after it: hints for
-    /// prefetching, not an order guarantee.
+    /// The next keys, as far as cheaply known (the calendar's current bucket;
+    /// two in heap mode): hints for prefetching, not an order guarantee.
     #[inline]
-    fn upcoming(&self) -> (Option<u128>, Option<u128>) {
+    fn upcoming(&self) -> [Option<u128>; UPCOMING] {
         if self.calendar {
             let n = self.front.len();
-            (self.front.last().copied(), n.checked_sub(2).map(|i| self.front[i]))
+            std::array::from_fn(|i| n.checked_sub(i + 1).map(|j| self.front[j]))
         } else {
             let h = self.heap.as_slice();
             let second = match (h.get(1), h.get(2)) {
@@ -385,7 +387,10 @@ impl HopQueue {
                 (Some(&a), None) => Some(!a),
                 _ => None,
             };
-            (h.first().map(|&k| !k), second)
+            let mut next = [None; UPCOMING];
+            next[0] = h.first().map(|&k| !k);
+            next[1] = second;
+            next
         }
     }
 
@@ -516,10 +521,11 @@ impl EventQueue {
         }
     }
 
-    /// The ports of the next two packet-hop events (`TxDone` or `Arrive`),
-    /// as `(port, is_arrive)`: hints to prefetch the state they will touch.
+    /// The ports of the next [`UPCOMING`] packet-hop events (`TxDone` or
+    /// `Arrive`), as `(port, is_arrive)`, as far as cheaply known: hints to
+    /// prefetch the state they will touch.
     #[inline]
-    pub fn upcoming_ports(&self) -> [Option<(u32, bool)>; 2] {
+    pub fn upcoming_ports(&self) -> [Option<(u32, bool)>; UPCOMING] {
         let port = |k: Option<u128>| {
             k.and_then(|k| match hop_event(k) {
                 Event::TxDone { port } => Some((port, false)),
@@ -527,8 +533,7 @@ impl EventQueue {
                 _ => None,
             })
         };
-        let (a, b) = self.hops.upcoming();
-        [port(a), port(b)]
+        self.hops.upcoming().map(port)
     }
 
     /// Number of pending events.

@@ -5,9 +5,14 @@ use crate::units::{ser_time, Time};
 
 /// Histogram of durations (picoseconds) in logarithmic buckets, 16 per
 /// octave (about 4% resolution), up to 2^48 ps (about 280 s).
+///
+/// 48 bytes: a switch port adds a sample per data packet it sends, so the
+/// port keeps the histogram beside its hot counters (see `PortStats`) and
+/// the buckets are 32-bit (half the lines of 64-bit ones) until one of them
+/// would overflow.
 #[derive(Clone, Debug)]
 pub struct LogHist {
-    counts: Vec<u64>,
+    counts: Counts,
     /// Number of samples.
     pub n: u64,
     /// Sum of samples.
@@ -16,6 +21,50 @@ pub struct LogHist {
     pub max: u64,
     /// Smallest sample.
     pub min: u64,
+}
+
+/// The bucket counts of a [`LogHist`]: 32-bit, widened to 64-bit when a
+/// bucket reaches `u32::MAX` (four billion samples of one duration).
+#[derive(Clone, Debug)]
+enum Counts {
+    Narrow(Box<[u32; BUCKETS]>),
+    Wide(Box<[u64; BUCKETS]>),
+}
+
+impl Counts {
+    /// Count of bucket `b`.
+    #[inline]
+    fn get(&self, b: usize) -> u64 {
+        match self {
+            Counts::Narrow(c) => c[b] as u64,
+            Counts::Wide(c) => c[b],
+        }
+    }
+
+    /// Adds one to bucket `b`.
+    #[inline]
+    fn bump(&mut self, b: usize) {
+        match self {
+            Counts::Narrow(c) if c[b] < u32::MAX => c[b] += 1,
+            Counts::Narrow(_) => {
+                self.widen();
+                self.bump(b);
+            }
+            Counts::Wide(c) => c[b] += 1,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn widen(&mut self) {
+        if let Counts::Narrow(c) = self {
+            let mut w = Box::new([0u64; BUCKETS]);
+            for (w, &c) in w.iter_mut().zip(c.iter()) {
+                *w = c as u64;
+            }
+            *self = Counts::Wide(w);
+        }
+    }
 }
 
 const BUCKETS: usize = 48 * 16;
@@ -33,7 +82,7 @@ fn bucket_bounds(b: usize) -> (f64, f64) {
 
 impl Default for LogHist {
     fn default() -> Self {
-        LogHist { counts: vec![0; BUCKETS], n: 0, sum: 0.0, max: 0, min: u64::MAX }
+        LogHist { counts: Counts::Narrow(Box::new([0; BUCKETS])), n: 0, sum: 0.0, max: 0, min: u64::MAX }
     }
 }
 
@@ -49,7 +98,7 @@ impl LogHist {
             let sub = ((v >> (octave - 4)) & 15) as usize;
             (octave * 16 + sub).min(BUCKETS - 1)
         };
-        self.counts[b] += 1;
+        self.counts.bump(b);
         self.n += 1;
         self.sum += v as f64;
         self.max = self.max.max(v);
@@ -69,7 +118,8 @@ impl LogHist {
         }
         let target = (q.clamp(0.0, 1.0) * self.n as f64).max(1.0);
         let mut acc = 0u64;
-        for (b, &c) in self.counts.iter().enumerate() {
+        for b in 0..BUCKETS {
+            let c = self.counts.get(b);
             if c > 0 && (acc + c) as f64 >= target {
                 let (lo, hi) = bucket_bounds(b);
                 let lo = lo.max(self.min as f64);
@@ -229,6 +279,24 @@ mod tests {
         assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
         assert!((jain(&[1.0, 0.0]).unwrap() - 0.5).abs() < 1e-12);
         assert_eq!(min_max(&[2.0, 4.0]), Some(0.5));
+    }
+
+    #[test]
+    fn histogram_buckets_widen_past_four_billion() {
+        let mut h = LogHist::default();
+        h.add(100);
+        let mut wide = h.clone();
+        let Counts::Narrow(c) = &mut wide.counts else { panic!("a new histogram is narrow") };
+        let b = c.iter().position(|&c| c == 1).unwrap();
+        c[b] = u32::MAX - 1;
+        wide.n = u32::MAX as u64 - 1;
+        for _ in 0..3 {
+            wide.add(100);
+        }
+        assert!(matches!(wide.counts, Counts::Wide(_)));
+        assert_eq!(wide.counts.get(b), u32::MAX as u64 + 2);
+        assert_eq!(wide.quantile(0.5), h.quantile(0.5));
+        assert_eq!(std::mem::size_of::<LogHist>(), 48);
     }
 
     #[test]

@@ -219,6 +219,12 @@ impl PacketPool {
         }
     }
 
+    /// The INT stack in slot `slot` (a packet's `int_slot`), if there is one.
+    #[inline]
+    pub fn int_stack(&self, slot: u32) -> Option<&[IntHop; MAX_INT_HOPS]> {
+        self.ints.get(slot as usize)
+    }
+
     /// Packets currently allocated.
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()

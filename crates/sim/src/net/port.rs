@@ -195,6 +195,9 @@ pub struct PortStats {
     pub max_queue: u64,
     /// Largest queue length seen inside the window.
     pub win_max_queue: u64,
+    /// Queue latency of data packets dequeued in the window (histogram). On
+    /// the same line as the two maxima: every dequeue in the window adds to it.
+    pub latency: crate::metrics::LogHist,
     /// Packets ECN-marked (all time).
     pub ecn_marks: u64,
     /// Packets ECN-marked inside the window.
@@ -205,8 +208,6 @@ pub struct PortStats {
     /// ECN profile inside the window: per queue-length bin (see [`ECN_BINS`]),
     /// data packets that met the marker and packets it marked.
     pub ecn_profile: Vec<[u64; 2]>,
-    /// Queue latency of data packets dequeued in the window (histogram).
-    pub latency: crate::metrics::LogHist,
     /// Packets dropped at admission (all time).
     pub drops: u64,
     /// Bytes dropped (all time).
@@ -455,6 +456,8 @@ mod tests {
         assert!(offset_of!(Port, pfc_out) + 32 <= 128);
         assert!(offset_of!(Port, sched_fresh) < 192);
         assert!(offset_of!(Port, stats) + offset_of!(PortStats, win_max_queue) + 8 <= 256);
+        assert_eq!(offset_of!(Port, stats) % 64, 0);
+        assert_eq!(offset_of!(PortStats, latency) + size_of::<crate::metrics::LogHist>(), 64);
     }
 
     #[test]

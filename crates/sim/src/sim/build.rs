@@ -187,6 +187,7 @@ impl Simulation {
             mmus,
             port_local,
             flows: Vec::new(),
+            ecmp_hashes: Vec::new(),
             pool: PacketPool::default(),
             events: EventQueue::default(),
             rng,
@@ -214,6 +215,7 @@ impl Simulation {
         sim.build_link_models(base_dir)?;
         sim.bridge = build_bridge(&sim.scenario, base_dir)?;
         sim.create_flows(specs)?;
+        sim.ecmp_hashes = sim.flows.iter().map(|f| [f.path.hash, reverse_hash(f.path.hash)]).collect();
         sim.homa_setup(base_dir)?;
         sim.schedule_initial();
         sim.reserve_series()?;

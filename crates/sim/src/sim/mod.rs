@@ -20,6 +20,7 @@
 //! | `bridge.rs` | agent decisions: batches, delayed actions, native policies | `ApplyAction` |
 //! | `app.rs` | the application: flow starts, messages, stops | `AppData` |
 //! | `metrics.rs` | samples, the collection window | `Sample`, `WindowStart`, `WindowEnd` |
+//! | `prefetch.rs` | cache hints: the state of the packet-hop events due next | |
 //! | `control.rs` | run-time control of switches, port names | |
 //!
 //! A packet's life: a host NIC picks a flow and builds a data packet
@@ -51,6 +52,7 @@ mod hopass;
 mod link;
 mod metrics;
 mod nic;
+mod prefetch;
 mod queue_agent;
 mod receiver;
 mod run_times;
@@ -97,6 +99,10 @@ pub struct Simulation {
     port_local: Vec<u16>,
     /// All flows.
     flows: Vec<Flow>,
+    /// ECMP hashes of each flow's forward and reverse direction, read at
+    /// every switch with a choice of next hop: a dense table that stays in
+    /// the cache, where each flow's `path` is a line of its own.
+    ecmp_hashes: Vec<[u32; 2]>,
     /// Packet pool.
     pool: PacketPool,
     events: EventQueue,
@@ -214,12 +220,19 @@ impl Simulation {
     /// Runs every event up to and including time `t` (capped at the end of the
     /// run); returns true when the run is over.
     pub fn run_until(&mut self, t: Time) -> bool {
+        // How far ahead the cache is asked for upcoming state depends on the
+        // network's size (`prefetch.rs`).
+        self.run_events(t, prefetch::Depth::for_ports(self.ports.len()))
+    }
+
+    /// [`Simulation::run_until`], prefetching `depth` ahead.
+    fn run_events(&mut self, t: Time, depth: prefetch::Depth) -> bool {
         let t = t.min(self.end);
-        // Small networks stay in L1, where prefetching only adds work.
-        let prefetch = self.ports.len() >= PREFETCH_MIN_PORTS;
         while let Some((time, ev)) = self.events.pop_due(t) {
-            if prefetch {
-                self.prefetch_upcoming();
+            match depth {
+                prefetch::Depth::Off => {}
+                prefetch::Depth::Near => self.prefetch_near(),
+                prefetch::Depth::Deep => self.prefetch_deep(),
             }
             self.now = time;
             self.event_count += 1;
@@ -227,29 +240,6 @@ impl Simulation {
         }
         self.now = self.now.max(t);
         self.now >= self.end
-    }
-
-    /// Asks the cache for what the next packet-hop events will read, while
-    /// this one runs: the port of the event after next (its first four
-    /// lines: see [`Port`]'s layout), and the packet arriving next on the
-    /// next event's wire (its port was asked for one event ago). On a large
-    /// fabric each hop otherwise waits on these loads in turn.
-    #[inline]
-    fn prefetch_upcoming(&self) {
-        let [next, after] = self.events.upcoming_ports();
-        if let Some((port, _)) = after {
-            if let Some(pt) = self.ports.get(port as usize) {
-                let base = (pt as *const Port).cast::<u8>();
-                for line in 0..4 {
-                    prefetch(base.wrapping_add(line * 64));
-                }
-            }
-        }
-        if let Some((port, true)) = next {
-            if let Some(&(_, pid)) = self.ports.get(port as usize).and_then(|pt| pt.wire.front()) {
-                prefetch((self.pool.get(pid) as *const crate::packet::Packet).cast());
-            }
-        }
     }
 
     /// Runs one event: each kind goes to the entry point of its module.
@@ -271,26 +261,4 @@ impl Simulation {
             Event::RecvWake { host } => self.on_recv_wake(host),
         }
     }
-}
-
-/// Ports from which `run_until` prefetches the state of upcoming packet-hop
-/// events. A port is eight cache lines: 256 of them (128 KB) no longer stay
-/// in a core's first-level cache beside the packets and queues. Measured
-/// back to back on a loaded machine: the k = 8 fat tree (768 ports) ran
-/// 20-35% faster with prefetching, the 16-sender incast (34 ports) 10%
-/// slower.
-const PREFETCH_MIN_PORTS: usize = 256;
-
-/// Hints the CPU to bring the cache line at `p` into L1. A prefetch never
-/// faults and has no effect on results, whatever the address.
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` only hints the cache; it reads nothing the
-    // program sees and cannot fault, even on an invalid address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }

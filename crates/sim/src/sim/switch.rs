@@ -33,7 +33,7 @@ use crate::net::port::{Discipline, Port, PortStats};
 use crate::net::rank_queue::{RankAdmit, RankedPkt};
 use crate::net::switch::Admit;
 use crate::packet::{IntHop, PacketKind, PacketPool, PktId};
-use crate::topology::{ecmp_index, reverse_hash, spray_hash};
+use crate::topology::{ecmp_index, spray_hash};
 use crate::units::Time;
 
 /// Counts a dropped packet of `size` bytes on a port.
@@ -92,6 +92,29 @@ fn rank_admit(
 }
 
 impl Simulation {
+    /// The port of switch `s` that a packet of `kind` of flow `flow` to host
+    /// `dst` leaves by (`seq`: its sequence number, for packet spraying), or
+    /// `None` if `s` has no route to `dst`. ECMP: a hash of the flow, one for
+    /// each direction, picks among the equal-cost next hops.
+    #[inline]
+    pub(super) fn egress_port(&self, s: u32, kind: PacketKind, flow: u32, dst: u32, seq: u64) -> Option<u32> {
+        let hops = self.topo.next_hops(s, dst);
+        match hops.len() {
+            0 => None,
+            // One way on: no hash to read (a single switch's hosts, a fat
+            // tree's way down).
+            1 => Some(hops[0]),
+            n => {
+                let [forward, reverse] = self.ecmp_hashes[flow as usize];
+                let hash = if kind == PacketKind::Data || kind == PacketKind::Probe { forward } else { reverse };
+                // Packet spraying: each packet of a flow (and each ACK, by the byte
+                // it acknowledges) takes its own equal-cost path, deterministically.
+                let hash = if self.spray { spray_hash(hash, seq) } else { hash };
+                Some(hops[ecmp_index(hash, s, n)])
+            }
+        }
+    }
+
     /// Packet `pid` arrived at switch `s` through port `in_port`.
     pub(super) fn switch_receive(&mut self, s: u32, in_port: u32, pid: PktId) {
         let (kind, flow, dst, class, size, prio, rank, seq) = {
@@ -102,16 +125,7 @@ impl Simulation {
             self.apply_pfc(in_port, pid);
             return;
         }
-        let hash = if kind == PacketKind::Data || kind == PacketKind::Probe {
-            self.flows[flow as usize].path.hash
-        } else {
-            reverse_hash(self.flows[flow as usize].path.hash)
-        };
-        // Packet spraying: each packet of a flow (and each ACK, by the byte
-        // it acknowledges) takes its own equal-cost path, deterministically.
-        let hash = if self.spray { spray_hash(hash, seq) } else { hash };
-        let hops = self.topo.next_hops(s, dst);
-        let out = hops[ecmp_index(hash, s, hops.len())];
+        let out = self.egress_port(s, kind, flow, dst, seq).expect("every host is reachable (checked at build)");
         let now = self.now;
         let buf = &mut self.mmus[s as usize];
         let pt = &mut self.ports[out as usize];
