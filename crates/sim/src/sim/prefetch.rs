@@ -199,7 +199,7 @@ impl Simulation {
 
 /// Asks for the first `lines` cache lines of `*x`.
 #[inline(always)]
-fn prefetch_lines<T>(x: &T, lines: usize) {
+pub(super) fn prefetch_lines<T>(x: &T, lines: usize) {
     let base = (x as *const T).cast::<u8>();
     for line in 0..lines {
         prefetch(base.wrapping_add(line * 64));

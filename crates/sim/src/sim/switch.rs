@@ -206,7 +206,14 @@ impl Simulation {
             (1, p.pkt)
         } else {
             let Some(q) = pt.pick_queue(|id| pool.get(id).size as u64) else { return };
-            (q, pt.queues[q].pkts.pop_front().expect("picked queue is non-empty"))
+            let pkts = &mut pt.queues[q].pkts;
+            let pid = pkts.pop_front().expect("picked queue is non-empty");
+            // The packet behind it leaves one serialisation from now, most
+            // likely, and has waited out of the cache behind a deep queue.
+            if let Some(&next) = pkts.front() {
+                super::prefetch::prefetch_lines(pool.get(next), 1);
+            }
+            (q, pid)
         };
         let now = self.now;
         let (size, kind, in_port, charge, enq_time, want_int, ce) = {
