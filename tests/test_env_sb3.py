@@ -56,12 +56,21 @@ def evaluate(model: Any, seed: int = 100) -> tuple[float, float]:
     return float(np.mean(rewards)), float(env.pool.summary(0)["bottleneck"]["utilization"])
 
 
+def _quiet_logger(model: Any) -> None:
+    """Gives ``model`` a logger that writes nothing: without one, every ``learn`` makes an empty
+    ``SB3-<date>`` folder in the system's temporary directory."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+
+
 def train_ppo(seed: int, steps: int) -> tuple[tuple[float, float], tuple[float, float]]:
     """Evaluations (see :func:`evaluate`) of SB3 PPO with its default hyper-parameters before
     and after ``steps`` steps of training on :data:`SINGLE_FLOW`."""
     from stable_baselines3 import PPO
 
     model = PPO("MlpPolicy", CcFlowEnv(SINGLE_FLOW, agent=AURORA), seed=seed, device="cpu")
+    _quiet_logger(model)
     before = evaluate(model)
     model.learn(total_timesteps=steps)
     return before, evaluate(model)
@@ -119,6 +128,7 @@ def test_sb3_off_policy_learners_run(algorithm: str) -> None:
     action = "discrete" if algorithm == "DQN" else "multiplier"
     env = CcFlowEnv(SINGLE_FLOW, agent={**AURORA, "action": action})
     model = getattr(sb3, algorithm)("MlpPolicy", env, seed=0, device="cpu", learning_starts=200)
+    _quiet_logger(model)
     model.learn(total_timesteps=300)
     assert model.num_timesteps == 300
     obs, _ = env.reset(seed=5)
