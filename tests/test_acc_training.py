@@ -20,11 +20,12 @@ pytest.importorskip("ccgym._sim")
 from ccgym import policies  # noqa: E402
 from ccgym.acc.templates import GRID  # noqa: E402
 from ccgym.acc.training import (  # noqa: E402
+    kept_path,
     policy_learner,
     run_policy,
     train,
 )
-from ccgym.agents.ddqn import run_queue_episode  # noqa: E402
+from ccgym.agents.ddqn import export_checkpoint, run_queue_episode  # noqa: E402
 from ccgym.train.loop import read_checkpoint  # noqa: E402
 
 torch.set_num_threads(1)
@@ -96,6 +97,32 @@ def test_training_learns_resumes_exactly_and_exports_the_q_network(tmp_path: Pat
     np.testing.assert_array_equal(greedy, learner.greedy(obs))
 
 
+def test_keep_checkpoints_keeps_every_periodic_checkpoint(tmp_path: Path) -> None:
+    # Episodes 2, 4 (periodic) and 5 (the end) each keep their own file, holding that episode's
+    # weights: checkpoint.pt moves on, the kept ones stay.
+    cfg = config(5)
+    cfg["train"]["keep_checkpoints"] = True
+    out = tmp_path / "keep"
+    train(cfg, out, progress=False)
+    kept = sorted((out / "checkpoints").iterdir())
+    assert kept == [kept_path(out, e) for e in (2, 4, 5)]
+    steps = [read_checkpoint(k)["update"] for k in kept]
+    assert [read_checkpoint(k)["episodes"] for k in kept] == [2, 4, 5]
+    assert steps == sorted(steps) and len(set(steps)) == 3
+
+    def weights(path: Path) -> list[torch.Tensor]:
+        return list(read_checkpoint(path)["model"]["q"].values())
+
+    last, early = weights(out / "checkpoint.pt"), weights(kept[0])
+    assert all(torch.equal(x, y) for x, y in zip(last, weights(kept[2]), strict=True))
+    assert not all(torch.equal(x, y) for x, y in zip(last, early, strict=True))
+    # A kept checkpoint exports like checkpoint.pt (ccgym export).
+    assert export_checkpoint(kept[0])["meta"]["episodes"] == 2
+    # Off (the default): no folder.
+    train(config(2), tmp_path / "plain", progress=False)
+    assert not (tmp_path / "plain" / "checkpoints").exists()
+
+
 def test_online_phase_keeps_learning_within_its_bounds(tmp_path: Path) -> None:
     out = tmp_path / "run"
     train(config(3, seed=2), out, progress=False)
@@ -132,6 +159,7 @@ def test_online_phase_keeps_learning_within_its_bounds(tmp_path: Path) -> None:
         ({"train": {"episodes": 0}}, "train.episodes"),
         ({"ddqn": {"learning_rate": 0.1}}, "ddqn"),
         ({"scenarios": []}, "scenarios"),
+        ({"train": {"keep_checkpoints": "yes"}}, "train.keep_checkpoints"),
     ],
 )
 def test_bad_configs_name_the_key(change: dict[str, Any], field: str, tmp_path: Path) -> None:

@@ -16,7 +16,8 @@
   steps, wall time), a rich progress bar when stderr is a terminal;
 * checkpoints: ``checkpoint.pt`` every ``checkpoint_every`` episodes and at the end (networks,
   optimiser, replay, counters, every RNG state, the config; written atomically), ``--resume``
-  continues from it with the same episodes to come;
+  continues from it with the same episodes to come; with ``keep_checkpoints = true`` each of
+  them is also kept as ``checkpoints/ckpt-ep<episode>.pt`` (model selection over the run);
 * ``policy.json`` at the end: the online Q-network as a native ``ccgym-mlp`` policy (output
   ``none``; the action is the argmax; ``meta.algorithm = "ddqn"``, ``meta.agent`` the
   queue-agent keys with the grid as ``ecn_profiles``).
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -51,6 +53,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "duration": "30ms",
         "warmup": "5ms",
         "checkpoint_every": 10,
+        "keep_checkpoints": False,
         "torch_threads": 1,
     },
     "ddqn": {},
@@ -87,6 +90,10 @@ def check_config(config: Mapping[str, Any]) -> None:
         raise _config_error("train.episodes", tr["episodes"], "must be at least 1")
     if int(tr["checkpoint_every"]) < 1:
         raise _config_error("train.checkpoint_every", tr["checkpoint_every"], "must be >= 1")
+    if not isinstance(tr.get("keep_checkpoints", False), bool):
+        raise _config_error(
+            "train.keep_checkpoints", tr["keep_checkpoints"], "must be true or false"
+        )
     unknown = set(config["ddqn"]) - set(DDQNSettings.__dataclass_fields__)
     if unknown:
         raise _config_error("ddqn", sorted(unknown), "unknown keys")
@@ -298,6 +305,8 @@ def train(
             bar.update(task, completed=episode, info=info)
             if episode % int(tr["checkpoint_every"]) == 0 or episode == total:
                 save()
+                if tr.get("keep_checkpoints", False):
+                    _keep(ckpt_path, kept_path(out, episode))
     meta = {"episodes": episode, "learner_steps": learner.learner_steps}
     meta["decisions"] = learner.decisions
     policy = export_policy(learner, config, meta)
@@ -315,6 +324,22 @@ def train(
         "policy": str(out / "policy.json"),
         "checkpoint": str(ckpt_path),
     }
+
+
+def kept_path(out_dir: str | os.PathLike[str], episode: int) -> Path:
+    """Where ``train.keep_checkpoints`` keeps the checkpoint of ``episode``."""
+    return Path(out_dir) / "checkpoints" / f"ckpt-ep{episode:04d}.pt"
+
+
+def _keep(ckpt_path: Path, kept: Path) -> None:
+    # checkpoint.pt is replaced by a rename on the next save, so a hard link keeps this
+    # version's bytes without writing the replay (tens of MB) a second time.
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.unlink(missing_ok=True)  # a resumed run redoes the episodes after its checkpoint
+    try:
+        os.link(ckpt_path, kept)
+    except OSError:  # a file system without hard links
+        shutil.copyfile(ckpt_path, kept)
 
 
 def _trim_history(path: Path, episodes: int) -> None:
