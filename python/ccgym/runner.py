@@ -139,12 +139,16 @@ def simulate(
     cc: str | None = None,
     progress: bool = False,
     on_estimate: Callable[[dict[str, Any]], None] | None = None,
+    tables: bool = True,
 ) -> NativeRun:
     """:func:`run` without the pandas tables: the summary and the series' columns as the
     native module returns them. For callers that need only the summary, or write the series
     themselves (``ccgym run`` imports pandas only with ``--out``); arguments, errors and
-    warnings as :func:`run`'s."""
-    return _simulate(scenario, overrides, cc, progress, on_estimate, warn_stacklevel=3)
+    warnings as :func:`run`'s. With ``tables=False`` the series are not built at all
+    (``series`` is empty) and NumPy is not imported: ``ccgym run`` without ``--out``."""
+    return _simulate(
+        scenario, overrides, cc, progress, on_estimate, warn_stacklevel=3, tables=tables
+    )
 
 
 def _simulate(
@@ -155,6 +159,7 @@ def _simulate(
     on_estimate: Callable[[dict[str, Any]], None] | None,
     *,
     warn_stacklevel: int,
+    tables: bool = True,
 ) -> NativeRun:
     """:func:`run`'s work; ``warn_stacklevel`` points a LargeRunWarning at the public
     function's caller."""
@@ -181,7 +186,7 @@ def _simulate(
     else:
         advance(sim, end, step)
     t_finish = time.perf_counter()
-    summary_json, series = sim.finish()
+    summary_json, series = sim.finish(tables=tables)
     t_end = time.perf_counter()
 
     run_s = t_finish - t_run

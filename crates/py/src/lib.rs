@@ -197,13 +197,20 @@ impl Simulation {
         guarded("summary", || sim.summary().to_string())
     }
 
-    /// Runs to the end and returns (summary JSON, tables).
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<(String, Bound<'py, PyDict>)> {
+    /// Runs to the end and returns (summary JSON, tables). With `tables=False`
+    /// the tables are neither built nor handed over (an empty dict): for
+    /// callers that need only the summary, which then do not import numpy.
+    #[pyo3(signature = (tables = true))]
+    fn finish<'py>(&mut self, py: Python<'py>, tables: bool) -> PyResult<(String, Bound<'py, PyDict>)> {
         let end = self.core()?.end();
         self.run_until(py, end)?;
         let sim = self.core()?;
-        let (summary, tables) = guarded("results", || (sim.summary().to_string(), sim.tables()))?;
         let out = PyDict::new(py);
+        if !tables {
+            let summary = guarded("results", || sim.summary().to_string())?;
+            return Ok((summary, out));
+        }
+        let (summary, tables) = guarded("results", || (sim.summary().to_string(), sim.tables()))?;
         for t in tables {
             let cols = PyDict::new(py);
             for (name, col) in t.columns {

@@ -34,7 +34,9 @@ CCS = ["cubic", "newreno", "copa", "bbr"]
 
 def measure(link: str, cc: str, seed: int, duration: str) -> tuple[float, float]:
     """(throughput in Mb/s, p95 one-way delay in ms) of one run."""
-    s = simulate(link, overrides=[f"seed={seed}", f"duration={duration}"], cc=cc).summary
+    s = simulate(
+        link, overrides=[f"seed={seed}", f"duration={duration}"], cc=cc, tables=False
+    ).summary
     flows = s["flows"]
     return flows["throughput_gbps_mean"] * 1e3, flows["one_way_delay_ms"]["p95"]
 

@@ -46,7 +46,7 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``ccgym run``: simulate a scenario, print its summary, optionally save the results.
 
-    The series become pandas tables (and pandas is imported) only with ``--out``, to be written.
+    The series are built (and NumPy and pandas imported) only with ``--out``, to be written.
     """
     from ccgym.runner import simulate
 
@@ -64,6 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cc=args.cc,
         progress=progress,
         on_estimate=None if args.quiet else _print_estimate,
+        tables=args.out is not None,
     )
     if not args.quiet:
         stdout().print(summary_table(raw.summary, raw.timing))
