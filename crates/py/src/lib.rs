@@ -205,13 +205,12 @@ impl Simulation {
         let end = self.core()?.end();
         self.run_until(py, end)?;
         let sim = self.core()?;
+        let summary = guarded("results", || sim.summary().to_string())?;
         let out = PyDict::new(py);
         if !tables {
-            let summary = guarded("results", || sim.summary().to_string())?;
             return Ok((summary, out));
         }
-        let (summary, tables) = guarded("results", || (sim.summary().to_string(), sim.tables()))?;
-        for t in tables {
+        for t in guarded("results", || sim.tables())? {
             let cols = PyDict::new(py);
             for (name, col) in t.columns {
                 match col {
