@@ -166,6 +166,14 @@ const BUCKET_SHIFT: u32 = 10;
 const BUCKETS: usize = 2048;
 /// How many upcoming packet-hop events [`EventQueue::upcoming_ports`] names.
 pub const UPCOMING: usize = 5;
+/// Keys a calendar bucket holds at first (a k = 8 fat tree's ports, running
+/// nearly in step, put 8-15 keys in most buckets), and at most.
+const NEAR_CAP_MIN: usize = 16;
+const NEAR_CAP_MAX: usize = 256;
+/// Pushes between two reviews of the bucket capacity, and the share of them
+/// (one in this many) that may find their bucket full before it doubles.
+const REVIEW_PUSHES: u32 = 1 << 16;
+const SPILL_RATIO: u64 = 64;
 /// Pending hop events above which the heap hands over to the calendar.
 /// Measured back to back (Rust core alone): at 512 the 144-host leaf-spine
 /// (about 450 pending) stayed in the heap; at 128 it runs 0.82-0.85x the
@@ -207,8 +215,19 @@ struct HopQueue {
     cur: u64,
     /// The current bucket's keys, latest first.
     front: Vec<u128>,
-    /// Keys of the buckets after the current one, by bucket number modulo [`BUCKETS`].
-    near: Box<[Vec<u128>]>,
+    /// Keys of the buckets after the current one, by bucket number modulo
+    /// [`BUCKETS`]: bucket `i` holds `near_len[i]` keys from `near[i * near_cap]`.
+    /// One flat array, where a vector per bucket made every push load the
+    /// bucket's header from a 48 KB table that does not stay in L1.
+    near: Box<[u128]>,
+    /// Keys in each bucket of `near`.
+    near_len: Box<[u16]>,
+    /// Keys a bucket of `near` holds; a push to a full bucket goes to `far`.
+    near_cap: usize,
+    /// Pushes, and those of them that found their bucket full, since the
+    /// bucket capacity was last reviewed (see [`HopQueue::review_capacity`]).
+    pushes: u32,
+    spills: u32,
     /// One bit per bucket of `near`: set when it holds a key.
     occupied: [u64; BUCKETS / 64],
     /// Keys beyond the calendar's span, complemented.
@@ -225,6 +244,10 @@ impl Default for HopQueue {
             cur: 0,
             front: Vec::new(),
             near: Box::new([]),
+            near_len: Box::new([]),
+            near_cap: 0,
+            pushes: 0,
+            spills: 0,
             occupied: [0; BUCKETS / 64],
             far: BinaryHeap::new(),
             len: 0,
@@ -291,8 +314,18 @@ impl HopQueue {
             self.front.insert(at, key);
         } else if b - self.cur < BUCKETS as u64 {
             let slot = b as usize & (BUCKETS - 1);
-            self.near[slot].push(key);
-            self.occupied[slot / 64] |= 1 << (slot % 64);
+            let n = self.near_len[slot] as usize;
+            self.pushes += 1;
+            if n < self.near_cap {
+                self.near[slot * self.near_cap + n] = key;
+                self.near_len[slot] = n as u16 + 1;
+                self.occupied[slot / 64] |= 1 << (slot % 64);
+            } else {
+                // A full bucket: `far` keeps the key in order, and `advance`
+                // takes it from there with the rest of its bucket.
+                self.spills += 1;
+                self.far.push(!key);
+            }
         } else {
             self.far.push(!key);
         }
@@ -304,7 +337,9 @@ impl HopQueue {
     #[inline(never)]
     fn switch_to_calendar(&mut self) {
         if self.near.is_empty() {
-            self.near = (0..BUCKETS).map(|_| Vec::new()).collect();
+            self.near_cap = NEAR_CAP_MIN;
+            self.near = vec![0; BUCKETS * self.near_cap].into_boxed_slice();
+            self.near_len = vec![0; BUCKETS].into_boxed_slice();
         }
         let mut keys: Vec<u128> = self.heap.drain().map(|k| !k).collect();
         keys.sort_unstable();
@@ -323,10 +358,38 @@ impl HopQueue {
         self.heap.extend(keys.into_iter().map(|k| !k));
     }
 
+    /// Doubles the buckets' capacity if more than one push in
+    /// [`SPILL_RATIO`] found its bucket full since the last review, moving
+    /// every key into the larger buckets; returns whether it did. A spilled
+    /// key costs a heap push and pop instead of an array write.
+    #[cold]
+    #[inline(never)]
+    fn review_capacity(&mut self) -> bool {
+        let grow = self.spills as u64 * SPILL_RATIO > self.pushes as u64 && self.near_cap < NEAR_CAP_MAX;
+        self.pushes = 0;
+        self.spills = 0;
+        if !grow {
+            return false;
+        }
+        let mut keys = self.drain();
+        keys.sort_unstable();
+        self.near_cap *= 2;
+        self.near = vec![0; BUCKETS * self.near_cap].into_boxed_slice();
+        for k in keys {
+            self.calendar_push(k);
+        }
+        self.pushes = 0;
+        self.spills = 0;
+        true
+    }
+
     /// Makes the next bucket that holds a key current (`front` is empty).
     #[cold]
     #[inline(never)]
     fn advance(&mut self) {
+        if self.pushes >= REVIEW_PUSHES && self.review_capacity() {
+            return;
+        }
         let near = self.next_occupied();
         let far = self.far.peek().map(|&k| bucket_of(!k));
         let b = match (near, far) {
@@ -339,7 +402,9 @@ impl HopQueue {
         if near == Some(b) {
             let slot = b as usize & (BUCKETS - 1);
             self.occupied[slot / 64] &= !(1 << (slot % 64));
-            std::mem::swap(&mut self.front, &mut self.near[slot]);
+            let from = slot * self.near_cap;
+            self.front.extend_from_slice(&self.near[from..from + self.near_len[slot] as usize]);
+            self.near_len[slot] = 0;
         }
         while let Some(&k) = self.far.peek() {
             if bucket_of(!k) != b {
@@ -348,7 +413,7 @@ impl HopQueue {
             self.far.pop();
             self.front.push(!k);
         }
-        self.front.sort_unstable_by(|a, b| b.cmp(a));
+        sort_bucket_descending(&mut self.front);
     }
 
     /// Bucket number of the first occupied bucket after the current one.
@@ -401,9 +466,13 @@ impl HopQueue {
     fn drain(&mut self) -> Vec<u128> {
         let mut all: Vec<u128> = self.heap.drain().map(|k| !k).collect();
         all.append(&mut self.front);
-        for slot in self.near.iter_mut() {
-            all.append(slot);
+        for (slot, n) in self.near_len.iter_mut().enumerate() {
+            let from = slot * self.near_cap;
+            all.extend_from_slice(&self.near[from..from + *n as usize]);
+            *n = 0;
         }
+        self.pushes = 0;
+        self.spills = 0;
         self.occupied = [0; BUCKETS / 64];
         all.extend(self.far.drain().map(|k| !k));
         self.len = 0;
@@ -420,6 +489,49 @@ impl HopQueue {
 
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Keys of one bucket that [`sort_bucket_descending`] orders by counting;
+/// a larger bucket goes to the standard sort.
+const COUNT_SORT_MAX: usize = 32;
+
+/// Sorts `keys`, which all lie in one calendar bucket, largest first.
+///
+/// A bucket's keys share their time's bits above the bucket width, so the
+/// time's low bits and the sequence (46 bits) order them: each key's place
+/// is the number of keys above it. The counts have no branches to mispredict,
+/// where an insertion sort of a dozen keys arriving in nearly random order
+/// (a fat tree's ports run in step) mispredicts about once per key.
+#[inline]
+fn sort_bucket_descending(keys: &mut [u128]) {
+    let n = keys.len();
+    if n <= 2 {
+        // Sparse calendars (a leaf-spine under a Poisson workload) mostly
+        // hold one or two keys per bucket.
+        if n == 2 && keys[0] < keys[1] {
+            keys.swap(0, 1);
+        }
+        return;
+    }
+    if n > COUNT_SORT_MAX {
+        keys.sort_unstable_by(|a, b| b.cmp(a));
+        return;
+    }
+    debug_assert!(keys.iter().all(|&k| bucket_of(k) == bucket_of(keys[0])));
+    // Not zeroed: only the first `n` entries are written and read.
+    let mut rank = [std::mem::MaybeUninit::<u64>::uninit(); COUNT_SORT_MAX];
+    let mut copy = [std::mem::MaybeUninit::<u128>::uninit(); COUNT_SORT_MAX];
+    for (i, &k) in keys.iter().enumerate() {
+        rank[i].write(((k >> CODE_BITS) as u64) & ((1u64 << (BUCKET_SHIFT + 64 - CODE_BITS)) - 1));
+        copy[i].write(k);
+    }
+    // SAFETY: entries 0..n were written just above.
+    let rank: &[u64] = unsafe { std::slice::from_raw_parts(rank.as_ptr().cast(), n) };
+    for (i, &r) in rank.iter().enumerate() {
+        let above: usize = rank.iter().map(|&o| (o > r) as usize).sum();
+        // SAFETY: as above, i < n.
+        keys[above] = unsafe { copy[i].assume_init() };
     }
 }
 
@@ -703,5 +815,44 @@ mod tests {
         }
         assert!(q.is_empty() && q.pop().is_none());
         assert!(switches >= 10, "the test must cross the heap/calendar thresholds ({switches} switches)");
+    }
+
+    #[test]
+    fn hop_queue_keeps_order_through_full_buckets_and_their_growth() {
+        // Ports running in step: each pop is followed by pushes a packet time
+        // ahead into a few crowded buckets, first a dozen keys per bucket
+        // (sorted by counting), then a hundred (full buckets spill to `far`
+        // until the capacity doubles; buckets past the counting size take
+        // the standard sort).
+        let mut q = HopQueue::default();
+        let mut reference = std::collections::BTreeSet::new();
+        let (mut x, mut seq) = (7u64, 0u128);
+        let mut max_front = 0;
+        for (ports, steps) in [(12u64, 200_000u32), (100, 400_000)] {
+            for _ in 0..steps {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let now = reference.first().map_or(0, |&k| (k >> 64) as u64);
+                if reference.len() as u64 >= ports * 16 {
+                    assert!(q.calendar);
+                    let got = q.pop();
+                    assert_eq!(got, reference.pop_first());
+                    max_front = max_front.max(q.front.len());
+                    continue;
+                }
+                // One of 16 buckets, 80 buckets on, anywhere within it.
+                let t = ((now >> BUCKET_SHIFT) + 80 + (x >> 60)) << BUCKET_SHIFT | ((x >> 20) & 1023);
+                seq += 1;
+                let key = ((t as u128) << 64) | (seq << CODE_BITS);
+                q.push(key);
+                reference.insert(key);
+                assert_eq!(q.peek(), reference.first().copied());
+            }
+        }
+        while let Some(k) = reference.pop_first() {
+            assert_eq!(q.pop(), Some(k));
+        }
+        assert!(q.calendar || q.is_empty());
+        assert!(q.near_cap > NEAR_CAP_MIN, "full buckets must grow the capacity (cap {})", q.near_cap);
+        assert!(max_front > COUNT_SORT_MAX, "a bucket must exceed the counting sort ({max_front})");
     }
 }
