@@ -196,15 +196,18 @@ const TO_HEAP: usize = 32;
 /// and forth). Keys are unique, so both give exactly one order.
 ///
 /// The calendar: keys whose time falls within [`BUCKETS`] buckets of the
-/// current one wait unsorted in their bucket; those further out wait in
-/// `far`, a heap. The current bucket's keys (and any key pushed for a time at
+/// current one wait unsorted in their bucket (up to its capacity, which
+/// doubles when too many pushes find their bucket full); those further out,
+/// and those that found their bucket full, wait in `far`, a heap. The current bucket's keys (and any key pushed for a time at
 /// or before it) are in `front`, sorted latest first, so the earliest key is
 /// its last. When `front` runs empty, the next bucket that holds a key (a scan
 /// of the occupancy bitmap, or the head of `far` if that is earlier) becomes
 /// current and its keys are sorted into `front`.
 ///
 /// Invariants in calendar mode: every key in `front` is below every key
-/// elsewhere; a key in `near` has a bucket in (`cur`, `cur` + [`BUCKETS`]);
+/// elsewhere; a key in `near` has a bucket in (`cur`, `cur` + [`BUCKETS`]),
+/// and `far` may hold keys of those buckets too (`advance` takes them with
+/// the rest of their bucket);
 /// `front` is empty only when the whole queue is.
 struct HopQueue {
     /// Whether the calendar (rather than `heap`) holds the keys.
