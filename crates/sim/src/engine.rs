@@ -402,13 +402,6 @@ impl HopQueue {
             (None, None) => unreachable!("advance on an empty calendar"),
         };
         self.cur = b;
-        if near == Some(b) {
-            let slot = b as usize & (BUCKETS - 1);
-            self.occupied[slot / 64] &= !(1 << (slot % 64));
-            let from = slot * self.near_cap;
-            self.front.extend_from_slice(&self.near[from..from + self.near_len[slot] as usize]);
-            self.near_len[slot] = 0;
-        }
         while let Some(&k) = self.far.peek() {
             if bucket_of(!k) != b {
                 break;
@@ -416,7 +409,14 @@ impl HopQueue {
             self.far.pop();
             self.front.push(!k);
         }
-        sort_bucket_descending(&mut self.front);
+        let mut from = 0..0;
+        if near == Some(b) {
+            let slot = b as usize & (BUCKETS - 1);
+            self.occupied[slot / 64] &= !(1 << (slot % 64));
+            from = slot * self.near_cap..slot * self.near_cap + self.near_len[slot] as usize;
+            self.near_len[slot] = 0;
+        }
+        sort_bucket_into(&self.near[from], &mut self.front);
     }
 
     /// Bucket number of the first occupied bucket after the current one.
@@ -495,47 +495,59 @@ impl HopQueue {
     }
 }
 
-/// Keys of one bucket that [`sort_bucket_descending`] orders by counting;
+/// Keys of one bucket that [`sort_bucket_into`] orders by counting;
 /// a larger bucket goes to the standard sort.
 const COUNT_SORT_MAX: usize = 32;
 
-/// Sorts `keys`, which all lie in one calendar bucket, largest first.
+/// Adds the keys `near` to `front` (both of one calendar bucket; `front`
+/// holds the bucket's keys taken from `far`, usually none) and sorts them,
+/// largest first.
 ///
 /// A bucket's keys share their time's bits above the bucket width, so the
 /// time's low bits and the sequence (46 bits) order them: each key's place
 /// is the number of keys above it. The counts have no branches to mispredict,
 /// where an insertion sort of a dozen keys arriving in nearly random order
-/// (a fat tree's ports run in step) mispredicts about once per key.
+/// (a fat tree's ports run in step) mispredicts about once per key. The keys
+/// are written straight to their places, without a copy into `front` first
+/// (for a dozen keys, a call to `memmove`).
 #[inline]
-fn sort_bucket_descending(keys: &mut [u128]) {
-    let n = keys.len();
-    if n <= 2 {
+fn sort_bucket_into(near: &[u128], front: &mut Vec<u128>) {
+    let n = near.len() + front.len();
+    if n == 1 && front.is_empty() {
         // Sparse calendars (a leaf-spine under a Poisson workload) mostly
-        // hold one or two keys per bucket.
-        if n == 2 && keys[0] < keys[1] {
-            keys.swap(0, 1);
-        }
+        // hold one key per bucket.
+        front.push(near[0]);
         return;
     }
-    if n > COUNT_SORT_MAX {
-        keys.sort_unstable_by(|a, b| b.cmp(a));
+    if n > COUNT_SORT_MAX || n <= 2 {
+        front.extend_from_slice(near);
+        front.sort_unstable_by(|a, b| b.cmp(a));
         return;
     }
-    debug_assert!(keys.iter().all(|&k| bucket_of(k) == bucket_of(keys[0])));
+    debug_assert!(front
+        .iter()
+        .chain(near)
+        .all(|&k| bucket_of(k) == bucket_of(near.first().or(front.first()).copied().unwrap_or(0))));
     // Not zeroed: only the first `n` entries are written and read.
     let mut rank = [std::mem::MaybeUninit::<u64>::uninit(); COUNT_SORT_MAX];
     let mut copy = [std::mem::MaybeUninit::<u128>::uninit(); COUNT_SORT_MAX];
-    for (i, &k) in keys.iter().enumerate() {
+    for (i, &k) in front.iter().chain(near).enumerate() {
         rank[i].write(((k >> CODE_BITS) as u64) & ((1u64 << (BUCKET_SHIFT + 64 - CODE_BITS)) - 1));
         copy[i].write(k);
     }
     // SAFETY: entries 0..n were written just above.
     let rank: &[u64] = unsafe { std::slice::from_raw_parts(rank.as_ptr().cast(), n) };
+    front.clear();
+    front.reserve(n);
+    let places = &mut front.spare_capacity_mut()[..n];
     for (i, &r) in rank.iter().enumerate() {
         let above: usize = rank.iter().map(|&o| (o > r) as usize).sum();
         // SAFETY: as above, i < n.
-        keys[above] = unsafe { copy[i].assume_init() };
+        places[above].write(unsafe { copy[i].assume_init() });
     }
+    // SAFETY: the keys' ranks are distinct, so their places are 0..n, each
+    // written once above.
+    unsafe { front.set_len(n) };
 }
 
 /// The order key of (time, sequence) with empty code bits.
