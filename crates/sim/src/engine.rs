@@ -344,12 +344,21 @@ impl HopQueue {
             self.near = vec![0; BUCKETS * self.near_cap].into_boxed_slice();
             self.near_len = vec![0; BUCKETS].into_boxed_slice();
         }
-        let mut keys: Vec<u128> = self.heap.drain().map(|k| !k).collect();
-        keys.sort_unstable();
+        let keys: Vec<u128> = self.heap.drain().map(|k| !k).collect();
         self.calendar = true;
+        self.fill_calendar(keys);
+    }
+
+    /// Pushes `keys` (the calendar is empty) earliest first, so that the
+    /// first one's bucket becomes the current one, and starts the count of
+    /// pushes and spills afresh.
+    fn fill_calendar(&mut self, mut keys: Vec<u128>) {
+        keys.sort_unstable();
         for k in keys {
             self.calendar_push(k);
         }
+        self.pushes = 0;
+        self.spills = 0;
     }
 
     /// Moves every key from the calendar back into the heap.
@@ -374,15 +383,10 @@ impl HopQueue {
         if !grow {
             return false;
         }
-        let mut keys = self.drain();
-        keys.sort_unstable();
+        let keys = self.drain();
         self.near_cap *= 2;
         self.near = vec![0; BUCKETS * self.near_cap].into_boxed_slice();
-        for k in keys {
-            self.calendar_push(k);
-        }
-        self.pushes = 0;
-        self.spills = 0;
+        self.fill_calendar(keys);
         true
     }
 
@@ -474,8 +478,6 @@ impl HopQueue {
             all.extend_from_slice(&self.near[from..from + *n as usize]);
             *n = 0;
         }
-        self.pushes = 0;
-        self.spills = 0;
         self.occupied = [0; BUCKETS / 64];
         all.extend(self.far.drain().map(|k| !k));
         self.len = 0;
@@ -524,10 +526,7 @@ fn sort_bucket_into(near: &[u128], front: &mut Vec<u128>) {
         front.sort_unstable_by(|a, b| b.cmp(a));
         return;
     }
-    debug_assert!(front
-        .iter()
-        .chain(near)
-        .all(|&k| bucket_of(k) == bucket_of(near.first().or(front.first()).copied().unwrap_or(0))));
+    debug_assert!(near.is_empty() || front.iter().chain(near).all(|&k| bucket_of(k) == bucket_of(near[0])));
     // Not zeroed: only the first `n` entries are written and read.
     let mut rank = [std::mem::MaybeUninit::<u64>::uninit(); COUNT_SORT_MAX];
     let mut copy = [std::mem::MaybeUninit::<u128>::uninit(); COUNT_SORT_MAX];
