@@ -227,7 +227,9 @@ impl Simulation {
     /// Sets the rate of one link direction to `rate_bps` (bit/s) from now on,
     /// forgetting later steps of its `[[link]]` schedule. `port` is the global
     /// id of the transmitting port or its name, `"from->to"` (e.g.
-    /// `"sw0->h0"`). A packet being serialised keeps its end. ValueError for
+    /// `"sw0->h0"`). A packet being serialised keeps its end. The endpoints
+    /// keep what they took from their NIC's rate at set-up (a sender's CC
+    /// line rate, a receiver-driven transport's downlink budget). ValueError for
     /// an unknown port, a rate that is not a positive finite number, or a
     /// link driven by a mahimahi trace.
     fn set_link_rate(&mut self, port: &Bound<'_, PyAny>, rate_bps: f64) -> PyResult<()> {

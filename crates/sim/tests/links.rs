@@ -115,6 +115,9 @@ fn set_link_rate_mid_run_takes_effect_from_now() {
     sim.set_link_rate(p, 5 * G).unwrap();
     let b = bytes_between(&mut sim, p, &[2 * MS + 10 * US, 2 * MS + 110 * US]);
     assert!(b[0].abs_diff(5 * G / 8 * 100 * US / SEC) <= 2 * PKT, "{b:?}");
+    // The sender's CC keeps the line rate of its NIC at set-up (documented:
+    // the call changes the path, not the NIC).
+    assert_eq!(sim.flows()[0].ctl.line_rate, (10 * G) as f64);
 }
 
 /// A 100 Gb/s star with one long flow h1 -> h0, 1% loss on sw0 -> h0 (data

@@ -261,6 +261,11 @@ impl Simulation {
     /// it) to `rate_bps` from now on, forgetting later steps of its schedule.
     /// A packet being serialised keeps its end; the next one goes at the new
     /// rate. A port without a schedule gets one, its fixed rate until now.
+    /// What the endpoints took from their NIC's rate at set-up stays: a
+    /// sender's CC keeps its `line_rate` (its rate cap, the base of its BDP)
+    /// and the receiver-driven transports (pHost, Homa, HOPASS) their
+    /// downlink budgets, so on a host's own port this models the path
+    /// changing beyond the NIC, not another NIC.
     /// Errors: no such port, a zero rate, a port whose timing is a trace.
     pub fn set_link_rate(&mut self, port: u32, rate_bps: u64) -> Result<(), String> {
         let now = self.now;
