@@ -54,13 +54,10 @@ pub struct Topology {
     pub n_hosts: u32,
     /// Number of switches.
     pub n_switches: u32,
-    /// Per (switch, route target): which of `route_lists` holds its next-hop
-    /// ports. Two bytes per pair while there are few distinct lists: on a
-    /// k = 16 fat tree the table is 80 KB instead of 320 KB of 8-byte
-    /// entries, and a hop's lookup misses the cache less often.
-    route_rows: RouteIds,
-    /// The distinct next-hop lists: where each is in `route_ports`.
-    route_lists: Vec<RouteRow>,
+    /// Per (switch, route target): where its next-hop ports are in
+    /// `route_ports`. Start and length side by side, so a lookup reads one
+    /// entry (they were two arrays, two cache misses on a large fabric).
+    route_rows: Vec<RouteRow>,
     route_ports: Vec<u32>,
     /// Per host: what a switch needs to route toward it, in one entry.
     host_routes: Vec<HostRoute>,
@@ -73,37 +70,6 @@ pub struct Topology {
 struct RouteRow {
     start: u32,
     len: u32,
-}
-
-/// List ids of the (switch, route target) pairs, as narrow as they fit.
-#[derive(Clone, Debug)]
-enum RouteIds {
-    Narrow(Vec<u16>),
-    Wide(Vec<u32>),
-}
-
-impl Default for RouteIds {
-    fn default() -> Self {
-        RouteIds::Narrow(Vec::new())
-    }
-}
-
-impl RouteIds {
-    /// The ids, two bytes each if every one fits.
-    fn pack(ids: Vec<u32>) -> RouteIds {
-        match ids.iter().map(|&i| u16::try_from(i)).collect() {
-            Ok(narrow) => RouteIds::Narrow(narrow),
-            Err(_) => RouteIds::Wide(ids),
-        }
-    }
-
-    #[inline]
-    fn get(&self, i: usize) -> usize {
-        match self {
-            RouteIds::Narrow(ids) => ids[i] as usize,
-            RouteIds::Wide(ids) => ids[i] as usize,
-        }
-    }
 }
 
 /// Routing facts of one host, read together at every switch hop toward it.
@@ -363,7 +329,7 @@ impl Topology {
         if hr.attach == s {
             return std::slice::from_ref(&hr.down_port);
         }
-        let row = self.route_lists[self.route_rows.get(s as usize * self.n_targets as usize + hr.target as usize)];
+        let row = self.route_rows[s as usize * self.n_targets as usize + hr.target as usize];
         &self.route_ports[row.start as usize..(row.start + row.len) as usize]
     }
 
@@ -463,19 +429,21 @@ impl Topology {
         // (switch, target) pair going up has the same up ports, so the table
         // shrinks from one list per pair to a few per switch and stays in the
         // first-level cache beside the packets and ports of a hop.
-        let mut ids: Vec<u32> = Vec::with_capacity(lists.len());
+        self.route_rows = Vec::with_capacity(lists.len());
         let mut shared: HashMap<Vec<u32>, u32> = HashMap::new();
         for l in lists {
-            let next = self.route_lists.len() as u32;
-            let id = *shared.entry(l).or_insert_with_key(|l| {
-                let start = self.route_ports.len() as u32;
-                self.route_ports.extend_from_slice(l);
-                self.route_lists.push(RouteRow { start, len: l.len() as u32 });
-                next
-            });
-            ids.push(id);
+            let len = l.len() as u32;
+            let start = match shared.get(&l) {
+                Some(&start) => start,
+                None => {
+                    let start = self.route_ports.len() as u32;
+                    self.route_ports.extend_from_slice(&l);
+                    shared.insert(l, start);
+                    start
+                }
+            };
+            self.route_rows.push(RouteRow { start, len });
         }
-        self.route_rows = RouteIds::pack(ids);
     }
 }
 
@@ -594,16 +562,6 @@ pub fn ecmp_index(hash: u32, s: u32, n: usize) -> usize {
 mod tests {
     use super::*;
     use crate::config::TopologyConfig;
-
-    #[test]
-    fn route_ids_stay_exact_in_either_width() {
-        let narrow = RouteIds::pack(vec![0, 7, u16::MAX as u32]);
-        assert!(matches!(narrow, RouteIds::Narrow(_)));
-        assert_eq!((0..3).map(|i| narrow.get(i)).collect::<Vec<_>>(), [0, 7, 65_535]);
-        let wide = RouteIds::pack(vec![3, 65_536, 1 << 20]);
-        assert!(matches!(wide, RouteIds::Wide(_)));
-        assert_eq!((0..3).map(|i| wide.get(i)).collect::<Vec<_>>(), [3, 65_536, 1 << 20]);
-    }
 
     fn cfg(kind: &str) -> TopologyConfig {
         TopologyConfig { kind: kind.into(), ..Default::default() }
