@@ -198,9 +198,9 @@ const TO_HEAP: usize = 32;
 /// The calendar: keys whose time falls within [`BUCKETS`] buckets of the
 /// current one wait unsorted in their bucket (up to its capacity, which
 /// doubles when too many pushes find their bucket full); those further out,
-/// and those that found their bucket full, wait in `far`, a heap. The current bucket's keys (and any key pushed for a time at
-/// or before it) are in `front`, sorted latest first, so the earliest key is
-/// its last. When `front` runs empty, the next bucket that holds a key (a scan
+/// and those that found their bucket full, wait in `far`, a heap. The
+/// current bucket's keys (and any key pushed for a time at or before it) are
+/// in `front`, sorted latest first, so the earliest key is its last. When `front` runs empty, the next bucket that holds a key (a scan
 /// of the occupancy bitmap, or the head of `far` if that is earlier) becomes
 /// current and its keys are sorted into `front`.
 ///
@@ -340,9 +340,8 @@ impl HopQueue {
     #[inline(never)]
     fn switch_to_calendar(&mut self) {
         if self.near.is_empty() {
-            self.near_cap = NEAR_CAP_MIN;
-            self.near = vec![0; BUCKETS * self.near_cap].into_boxed_slice();
             self.near_len = vec![0; BUCKETS].into_boxed_slice();
+            self.size_near(NEAR_CAP_MIN);
         }
         let keys: Vec<u128> = self.heap.drain().map(|k| !k).collect();
         self.calendar = true;
@@ -384,10 +383,15 @@ impl HopQueue {
             return false;
         }
         let keys = self.drain();
-        self.near_cap *= 2;
-        self.near = vec![0; BUCKETS * self.near_cap].into_boxed_slice();
+        self.size_near(self.near_cap * 2);
         self.fill_calendar(keys);
         true
+    }
+
+    /// Makes `near` empty buckets of `cap` keys each.
+    fn size_near(&mut self, cap: usize) {
+        self.near_cap = cap;
+        self.near = vec![0; BUCKETS * cap].into_boxed_slice();
     }
 
     /// Makes the next bucket that holds a key current (`front` is empty).

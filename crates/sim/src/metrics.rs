@@ -26,9 +26,10 @@ pub struct LogHist {
 /// the rest in a 64-bit array made when a count first passes 255.
 ///
 /// A port's samples spread over a few octaves, one cache line each with
-/// 32-bit counts: on a k = 16 fat tree (6,144 ports) those lines missed the
-/// cache on most adds. With 8-bit counts four octaves share a line; the
-/// carry array is written once per 256 adds to a bucket.
+/// 32-bit counts; with 8-bit counts four octaves share a line, and a k = 16
+/// fat tree's 6,144 histograms take 4.7 MB instead of 18.9 MB (cachegrind:
+/// slightly fewer instructions, misses about the same). The carry array is
+/// written once per 256 adds to a bucket.
 #[derive(Clone, Debug)]
 struct Counts {
     low: Box<[u8; BUCKETS]>,
