@@ -155,6 +155,29 @@ def test_cli_topologies_json(capsys: pytest.CaptureFixture[str]) -> None:
         assert r["ratio_vs_incast"] == pytest.approx(r["ns_per_hop"] / ref)
 
 
+@pytest.mark.parametrize("extra", [[], ["--compare", "."]])
+def test_cli_refuses_an_unknown_topology_at_once(
+    extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A mistake on the command line: argparse's one line and status 2, before anything runs
+    # (it was a ValueError from inside the run, and with --compare a KeyError).
+    with pytest.raises(SystemExit) as exit_info:
+        main(["perf", "--topologies", "fat-tree-8", "fat-tree-9", *extra])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --topologies: no entry 'fat-tree-9'" in err
+    assert "fat-tree-8, fat-tree-16, leaf-spine" in err and "Traceback" not in err
+
+
+def test_cli_refuses_an_unknown_fabric_method_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["perf", "--fabric", "pfabric", "phast"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --fabric: no method 'phast' in the receiver-driven suite" in err
+    assert "pfabric" in err and "homa" in err and "Traceback" not in err
+
+
 # --------------------------------------------------------------------------- two builds
 
 

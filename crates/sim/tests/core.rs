@@ -315,6 +315,26 @@ fn bad_inputs_get_one_clear_error_naming_field_and_value() {
 }
 
 #[test]
+fn cc_unit_parameters_name_their_value_once() {
+    // The unit parsers name the value themselves; the parameter's error must
+    // not say it twice (it read `value "0bps": value "0bps": ...`).
+    for (params, field, value, text) in [
+        (json!({"algorithm": "fixed_rate", "rate": "0bps"}), "cc.rate", "\"0bps\"", "must be positive"),
+        (json!({"algorithm": "fixed_rate", "rate": 0}), "cc.rate", "0", "must be positive"),
+        (json!({"algorithm": "hpcc", "base_rtt": "3 parsecs"}), "cc.base_rtt", "\"3 parsecs\"", "unknown time unit"),
+        (json!({"algorithm": "fixed_rate", "window": "-1KB"}), "cc.window", "\"-1KB\"", "non-negative"),
+    ] {
+        let e = error_of(with(&["cc"], params));
+        assert!(e.starts_with(&format!("{field}: value {value}: ")), "{e}");
+        assert!(e.contains(text), "error `{e}` should mention `{text}`");
+        assert_eq!(e.matches("value ").count(), 1, "{e}");
+    }
+    // A value of the wrong type still names it.
+    let e = error_of(with(&["cc"], json!({"algorithm": "fixed_rate", "rate": true})));
+    assert!(e.starts_with("cc.rate: value true: ") && e.contains("expected a rate"), "{e}");
+}
+
+#[test]
 fn non_monotone_cdf_file_is_rejected_with_its_line() {
     let dir = std::env::temp_dir().join(format!("ccgym-cdf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -63,6 +63,7 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         "--fabric",
         nargs="*",
         metavar="METHOD",
+        type=fabric_method,
         help="the 144-host leaf-spine, WebSearch at 0.6 load, under these methods of the "
         "receiver-driven suite (default: pfabric, and homa once it is built in), beside the "
         "line-rate incast (--flows, default 16): ns per packet-hop and simulated time per CPU "
@@ -72,6 +73,7 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         "--topologies",
         nargs="*",
         metavar="ENTRY",
+        type=topology_entry,
         help="fat trees k = 8 and k = 16 (a permutation of long flows) and a 144-host leaf-spine "
         "(Poisson WebSearch at 0.5 load), 100 Gb/s, 1 us, 1 KiB packets, PFC, under line rate "
         "and --cc (default hpcc), beside the incast under the same CCs (--flows, default 16): "
@@ -102,6 +104,32 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_perf)
+
+
+def topology_entry(text: str) -> str:
+    """An entry of ``--topologies``, refused at once when unknown (exit status 2, as any
+    mistake on the command line)."""
+    from ccgym.perf import TOPOLOGY_ENTRIES
+
+    if text not in TOPOLOGY_ENTRIES:
+        raise argparse.ArgumentTypeError(
+            f"no entry {text!r} (known: {', '.join(TOPOLOGY_ENTRIES)})"
+        )
+    return text
+
+
+def fabric_method(text: str) -> str:
+    """A method of ``--fabric``: one of the receiver-driven suite's presets, refused at once
+    when unknown."""
+    from ccgym.bench.runner import load_suite
+    from ccgym.perf import FABRIC_SUITE
+
+    presets = load_suite(FABRIC_SUITE).get("presets") or {}
+    if text not in presets:
+        raise argparse.ArgumentTypeError(
+            f"no method {text!r} in the {FABRIC_SUITE} suite (known: {', '.join(presets)})"
+        )
+    return text
 
 
 def cmd_perf(args: argparse.Namespace) -> int:

@@ -457,7 +457,7 @@ impl<'a> Params<'a> {
             None => Ok(default),
             Some(v) => serde_json::from_value::<crate::units::Rate>(v.clone())
                 .map(|r| r.0 as f64)
-                .map_err(|e| ConfigError::new(format!("{}.{name}", self.field), v, e.to_string())),
+                .map_err(|e| self.unit_error(name, v, e)),
         }
     }
 
@@ -467,7 +467,7 @@ impl<'a> Params<'a> {
             None => Ok(default),
             Some(v) => serde_json::from_value::<crate::units::Duration>(v.clone())
                 .map(|d| d.0)
-                .map_err(|e| ConfigError::new(format!("{}.{name}", self.field), v, e.to_string())),
+                .map_err(|e| self.unit_error(name, v, e)),
         }
     }
 
@@ -477,7 +477,7 @@ impl<'a> Params<'a> {
             None => Ok(default),
             Some(v) => serde_json::from_value::<crate::units::Bytes>(v.clone())
                 .map(|d| d.0)
-                .map_err(|e| ConfigError::new(format!("{}.{name}", self.field), v, e.to_string())),
+                .map_err(|e| self.unit_error(name, v, e)),
         }
     }
 
@@ -492,6 +492,20 @@ impl<'a> Params<'a> {
                 .map(Some)
                 .ok_or_else(|| ConfigError::new(format!("{}.{name}", self.field), v, "expected a string")),
         }
+    }
+
+    /// Error for parameter `name`, whose value `v` a unit parser refused
+    /// with `e`. The parsers name the value themselves (`value "0bps": ...`,
+    /// as scenario fields need); that prefix goes, since the error names the
+    /// value once already.
+    fn unit_error(&self, name: &str, v: &serde_json::Value, e: serde_json::Error) -> ConfigError {
+        let msg = e.to_string();
+        let named = match v {
+            serde_json::Value::String(s) => format!("value \"{s}\": "),
+            other => format!("value {}: ", other.as_f64().unwrap_or(f64::NAN)),
+        };
+        let msg = msg.strip_prefix(&named).map_or(msg.clone(), str::to_string);
+        ConfigError::new(format!("{}.{name}", self.field), v, msg)
     }
 
     /// Error for parameter `name` holding a bad value.
