@@ -458,6 +458,22 @@ def test_cli_run_out(sim: Any, tmp_path: Path) -> None:
     assert (out / "summary.json").is_file() and (out / "ports.parquet").is_file()
 
 
+def test_cli_run_out_fails_before_the_run(sim: Any, tmp_path: Path) -> None:
+    # A results folder that cannot be made is reported before the simulation, not after it.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = run_cli("run", "incast-16", "--set", "duration=2ms", "--out", str(blocker / "results"))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
+    assert str(blocker) in proc.stderr and "Traceback" not in proc.stderr
+    assert "utilisation" not in proc.stdout  # the run did not happen
+    # A run that fails leaves no empty folders behind; an existing folder stays.
+    new = tmp_path / "new" / "deeper"
+    proc = run_cli("run", "incast-16", "--set", "topology.link_rate=-5Gbps", "--out", str(new))
+    assert proc.returncode == 2 and not (tmp_path / "new").exists()
+    proc = run_cli("run", "incast-16", "--set", "topology.link_rate=-5Gbps", "--out", str(tmp_path))
+    assert proc.returncode == 2 and tmp_path.is_dir()
+
+
 def test_cli_native_scenario_error(sim: Any) -> None:
     proc = run_cli("run", "incast-16", "--set", "topology.link_rate=-5Gbps")
     assert proc.returncode == 2
