@@ -189,3 +189,34 @@ def test_json_policy_round_trip_still_loads(tmp_path: Path) -> None:
     pol = policies.load_policy("adpg-default")
     path = policies.save_policy(pol, tmp_path / "p.json")
     assert policies.load_policy(path) == json.loads(path.read_text())
+
+
+# --------------------------------------------------------------------------- results places
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "incast-16", "--set", "duration=1ms"],
+        ["eval", "adpg-default", "adpg-m2o-2", "--set", "duration=1ms", "--quiet"],
+    ],
+    ids=["run", "eval"],
+)
+def test_a_results_folder_that_cannot_be_made_fails_before_any_run(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main([*argv, "--out", str(blocker / "results")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: ") and str(blocker) in captured.err
+    assert captured.out == ""  # no run, so no table
+
+
+def test_acc_eval_refuses_a_folder_for_its_metrics_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    assert main(["acc-eval", "acc-incast-15x8", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--out names a folder, not a file for the metrics" in err and str(tmp_path) in err

@@ -4,10 +4,11 @@ online (needs the training extras: torch)."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 from typing import Any
 
-from ccgym.cli.common import path_arg, stdout
+from ccgym.cli.common import path_arg, results_folder, stdout
 
 
 def register(sub: Any, debug: argparse.ArgumentParser) -> None:
@@ -59,15 +60,27 @@ def cmd_acc_eval(args: argparse.Namespace) -> int:
     for title in ("scenario", *keys):
         table.add_column(title, justify="left" if title == "scenario" else "right")
     results: dict[str, Any] = {}
-    for scenario in args.scenarios:
-        run, learner = run_policy(
-            args.policy, scenario, overrides, online=args.online, config=config, queues=args.queues
+    out = Path(args.out) if args.out is not None else None
+    if out is not None and out.is_dir():
+        raise IsADirectoryError(
+            errno.EISDIR, "--out names a folder, not a file for the metrics (JSON)", str(out)
         )
-        m = run.metrics
-        m["learner_steps"] = learner.learner_steps
-        results[scenario] = m
-        table.add_row(scenario, *("-" if m.get(k) is None else f"{float(m[k]):.4g}" for k in keys))
-    stdout().print(table)
-    if args.out is not None:
-        Path(args.out).write_text(json.dumps(results, indent=1))
+    with results_folder(None if out is None else out.parent):
+        for scenario in args.scenarios:
+            run, learner = run_policy(
+                args.policy,
+                scenario,
+                overrides,
+                online=args.online,
+                config=config,
+                queues=args.queues,
+            )
+            m = run.metrics
+            m["learner_steps"] = learner.learner_steps
+            results[scenario] = m
+            row = ("-" if m.get(k) is None else f"{float(m[k]):.4g}" for k in keys)
+            table.add_row(scenario, *row)
+        stdout().print(table)
+        if out is not None:
+            out.write_text(json.dumps(results, indent=1))
     return 0

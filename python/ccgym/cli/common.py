@@ -7,7 +7,9 @@ rich is imported by the functions that draw (it is a good part of a short run's 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,6 +17,26 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 DASH = "–"
+
+
+@contextlib.contextmanager
+def results_folder(folder: Path | None) -> Iterator[None]:
+    """Makes ``folder`` (and its missing parents) before the work inside, so that a place
+    where no folder can be made fails at once, not after a long run (:class:`OSError`, naming
+    it); if the work fails, the folders made here go again while they are empty. ``None``:
+    nothing to make."""
+    if folder is None:
+        yield
+        return
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        for p in made:  # innermost first
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
 
 
 def get(d: Any, *keys: str | int) -> Any:

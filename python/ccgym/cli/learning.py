@@ -9,7 +9,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ccgym._errors import ScenarioError
-from ccgym.cli.common import QUEUE_LAT, get, num, nums, path_arg, pct, stdout, summary_table
+from ccgym.cli.common import (
+    QUEUE_LAT,
+    get,
+    num,
+    nums,
+    path_arg,
+    pct,
+    results_folder,
+    stdout,
+    summary_table,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -158,7 +168,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ccgym import policies
-    from ccgym.runner import run
 
     overrides = list(args.set or [])
     if args.seed is not None:
@@ -168,6 +177,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out = stdout()
     progress = not args.quiet and Console(stderr=True).is_terminal
     rows = []
+    with results_folder(Path(args.out) if args.out is not None else None):
+        _eval_scenarios(args, path, label, overrides, progress, rows)
+    out.print(eval_table(rows))
+    return 0
+
+
+def _eval_scenarios(
+    args: argparse.Namespace,
+    path: Any,
+    label: str,
+    overrides: list[str],
+    progress: bool,
+    rows: list[tuple[str, str, dict[str, Any]]],
+) -> None:
+    """The runs of :func:`cmd_eval`: each scenario under the policy, then its baselines."""
+    from pathlib import Path
+
+    from ccgym import policies
+    from ccgym.runner import run
+
+    out = stdout()
     for scenario in args.scenarios:
         result = policies.evaluate(
             path, scenario, overrides=overrides, precision=args.precision, progress=progress
@@ -182,5 +212,3 @@ def cmd_eval(args: argparse.Namespace) -> int:
             rows.append((scenario, cc, base.summary))
             if args.out is not None:
                 base.save(Path(args.out) / f"{Path(scenario).stem}-{cc}")
-    out.print(eval_table(rows))
-    return 0

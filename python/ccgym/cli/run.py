@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ccgym.cli.common import path_arg, stdout, summary_table
+from ccgym.cli.common import path_arg, results_folder, stdout, summary_table
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -50,25 +49,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     The series are built (and NumPy and pandas imported) only with ``--out``, to be written.
     """
-    # The results folder is made before the run, so that a path that cannot hold one fails
-    # at once rather than after a long simulation; it goes again if the run fails.
-    made = _make_out_dir(Path(args.out)) if args.out is not None else []
-    try:
+    with results_folder(Path(args.out) if args.out is not None else None):
         return _run(args)
-    except BaseException:
-        for folder in reversed(made):
-            with contextlib.suppress(OSError):
-                folder.rmdir()  # only while empty
-        raise
-
-
-def _make_out_dir(out: Path) -> list[Path]:
-    """Makes the folder ``out`` and its missing parents; returns those it made, outermost
-    first. An ``out`` that names a file, or a place where no folder can be made, raises
-    :class:`OSError` naming it."""
-    missing = [p for p in (out, *out.parents) if not p.exists()]
-    out.mkdir(parents=True, exist_ok=True)
-    return missing[::-1]
 
 
 def _run(args: argparse.Namespace) -> int:
