@@ -220,3 +220,28 @@ def test_acc_eval_refuses_a_folder_for_its_metrics_file(
     assert main(["acc-eval", "acc-incast-15x8", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "--out names a folder, not a file for the metrics" in err and str(tmp_path) in err
+
+
+# --------------------------------------------------------------------------- trainer names
+
+
+def test_an_unknown_trainer_is_a_mistake_naming_the_trainers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["train", "ppo2", "--config", "x.toml"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('error: ccgym train: no trainer "ppo2" (trainers: adpg, aurora, ')
+    assert "impala_model" not in err  # a helper module, not a trainer
+
+
+def test_trainer_names_are_the_modules_with_a_config_trainer() -> None:
+    pytest.importorskip("torch")
+    import importlib
+    import pkgutil
+
+    import ccgym.agents
+
+    found = ccgym.agents.trainer_names()
+    for m in pkgutil.iter_modules(ccgym.agents.__path__):
+        module = importlib.import_module(f"ccgym.agents.{m.name}")
+        assert (m.name in found) == hasattr(module, "train_from_config"), m.name

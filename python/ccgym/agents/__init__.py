@@ -18,10 +18,22 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def trainer_names() -> list[str]:
+    """The trainer plug-ins of this package: its modules that define ``train_from_config``,
+    found by reading their source, so without importing them (and PyTorch)."""
+    folder = Path(__file__).parent
+    return sorted(
+        p.stem
+        for p in folder.glob("*.py")
+        if _NAME.match(p.stem) and "\ndef train_from_config(" in p.read_text(encoding="utf-8")
+    )
 
 
 def trainer(name: str) -> ModuleType:

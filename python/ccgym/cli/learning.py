@@ -94,8 +94,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     """``ccgym train NAME``: run the trainer ``ccgym.agents.NAME`` on a config."""
     from pathlib import Path
 
-    from ccgym.agents import trainer
+    from ccgym.agents import trainer, trainer_names
 
+    known = trainer_names()
+    if args.name not in known:
+        raise ScenarioError(f'ccgym train: no trainer "{args.name}" (trainers: {", ".join(known)})')
     module = trainer(args.name)
     if not hasattr(module, "train_from_config"):
         raise ScenarioError(f"ccgym train: {args.name} has no config-driven trainer yet")
