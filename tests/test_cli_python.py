@@ -85,6 +85,15 @@ def test_parse_key() -> None:
             parse_key(bad)
 
 
+def test_overrides_must_be_a_list_of_strings() -> None:
+    # A lone string used to be applied one character at a time ('override "d": ...').
+    with pytest.raises(TypeError, match=r"a list of key=value strings, e.g. \['seed=3'\]"):
+        load_scenario("incast-16", "seed=3")
+    with pytest.raises(TypeError, match="an override must be a key=value string, not 3"):
+        load_scenario("incast-16", ["seed=3", 3])  # type: ignore[list-item]
+    assert load_scenario("incast-16", ("seed=3",))[0]["seed"] == 3
+
+
 def test_parse_override_needs_equals() -> None:
     with pytest.raises(ScenarioError, match="expected key=value"):
         parse_override("seed")

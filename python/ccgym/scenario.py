@@ -83,11 +83,17 @@ def load_scenario(
     Raises:
         ScenarioError: the file does not exist, the TOML is malformed (the message gives the
             file and line), an override is malformed, or a workload CDF name is unknown.
+        TypeError: ``overrides`` is a string, or holds something other than strings.
     """
+    if isinstance(overrides, (str, bytes)):
+        # A lone string would be taken one character at a time.
+        raise TypeError(f"overrides must be a list of key=value strings, e.g. [{overrides!r}]")
     data, base_dir = _read_spec(spec)
     if cc is not None:
         set_cc(data, cc)
     for text in overrides or ():
+        if not isinstance(text, str):
+            raise TypeError(f"an override must be a key=value string, not {text!r}")
         apply_override(data, text)
     _resolve_workload_cdfs(data, base_dir)
     _resolve_queue_policy(data)
