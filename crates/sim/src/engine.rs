@@ -200,9 +200,10 @@ const TO_HEAP: usize = 32;
 /// doubles when too many pushes find their bucket full); those further out,
 /// and those that found their bucket full, wait in `far`, a heap. The
 /// current bucket's keys (and any key pushed for a time at or before it) are
-/// in `front`, sorted latest first, so the earliest key is its last. When `front` runs empty, the next bucket that holds a key (a scan
-/// of the occupancy bitmap, or the head of `far` if that is earlier) becomes
-/// current and its keys are sorted into `front`.
+/// in `front`, sorted latest first, so the earliest key is its last. When
+/// `front` runs empty, the next bucket that holds a key (a scan of the
+/// occupancy bitmap, or the head of `far` if that is earlier) becomes current
+/// and its keys are sorted into `front`.
 ///
 /// Invariants in calendar mode: every key in `front` is below every key
 /// elsewhere; a key in `near` has a bucket in (`cur`, `cur` + [`BUCKETS`]),

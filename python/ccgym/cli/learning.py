@@ -100,8 +100,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.name not in known:
         raise ScenarioError(f'ccgym train: no trainer "{args.name}" (trainers: {", ".join(known)})')
     module = trainer(args.name)
-    if not hasattr(module, "train_from_config"):
-        raise ScenarioError(f"ccgym train: {args.name} has no config-driven trainer yet")
     if args.config is None and not args.resume:
         raise ScenarioError("ccgym train: give --config FILE (or --resume with --out DIR)")
     out = Path(args.out) if args.out else Path("runs") / args.name
@@ -171,6 +169,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ccgym import policies
+    from ccgym.runner import run
 
     overrides = list(args.set or [])
     if args.seed is not None:
@@ -181,37 +180,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     progress = not args.quiet and Console(stderr=True).is_terminal
     rows = []
     with results_folder(Path(args.out) if args.out is not None else None):
-        _eval_scenarios(args, path, label, overrides, progress, rows)
+        for scenario in args.scenarios:
+            result = policies.evaluate(
+                path, scenario, overrides=overrides, precision=args.precision, progress=progress
+            )
+            if not args.quiet:
+                out.print(summary_table(result.summary, result.timing))
+            rows.append((scenario, label, result.summary))
+            if args.out is not None:
+                result.save(Path(args.out) / f"{Path(scenario).stem}-policy")
+            for cc in args.baseline or []:
+                base = run(scenario, overrides=overrides, cc=cc, progress=progress)
+                rows.append((scenario, cc, base.summary))
+                if args.out is not None:
+                    base.save(Path(args.out) / f"{Path(scenario).stem}-{cc}")
     out.print(eval_table(rows))
     return 0
-
-
-def _eval_scenarios(
-    args: argparse.Namespace,
-    path: Any,
-    label: str,
-    overrides: list[str],
-    progress: bool,
-    rows: list[tuple[str, str, dict[str, Any]]],
-) -> None:
-    """The runs of :func:`cmd_eval`: each scenario under the policy, then its baselines."""
-    from pathlib import Path
-
-    from ccgym import policies
-    from ccgym.runner import run
-
-    out = stdout()
-    for scenario in args.scenarios:
-        result = policies.evaluate(
-            path, scenario, overrides=overrides, precision=args.precision, progress=progress
-        )
-        if not args.quiet:
-            out.print(summary_table(result.summary, result.timing))
-        rows.append((scenario, label, result.summary))
-        if args.out is not None:
-            result.save(Path(args.out) / f"{Path(scenario).stem}-policy")
-        for cc in args.baseline or []:
-            base = run(scenario, overrides=overrides, cc=cc, progress=progress)
-            rows.append((scenario, cc, base.summary))
-            if args.out is not None:
-                base.save(Path(args.out) / f"{Path(scenario).stem}-{cc}")

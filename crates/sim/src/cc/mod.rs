@@ -457,7 +457,7 @@ impl<'a> Params<'a> {
             None => Ok(default),
             Some(v) => serde_json::from_value::<crate::units::Rate>(v.clone())
                 .map(|r| r.0 as f64)
-                .map_err(|e| self.unit_error(name, v, e)),
+                .map_err(|e| self.unit_error(name, e)),
         }
     }
 
@@ -467,7 +467,7 @@ impl<'a> Params<'a> {
             None => Ok(default),
             Some(v) => serde_json::from_value::<crate::units::Duration>(v.clone())
                 .map(|d| d.0)
-                .map_err(|e| self.unit_error(name, v, e)),
+                .map_err(|e| self.unit_error(name, e)),
         }
     }
 
@@ -477,7 +477,7 @@ impl<'a> Params<'a> {
             None => Ok(default),
             Some(v) => serde_json::from_value::<crate::units::Bytes>(v.clone())
                 .map(|d| d.0)
-                .map_err(|e| self.unit_error(name, v, e)),
+                .map_err(|e| self.unit_error(name, e)),
         }
     }
 
@@ -494,18 +494,12 @@ impl<'a> Params<'a> {
         }
     }
 
-    /// Error for parameter `name`, whose value `v` a unit parser refused
-    /// with `e`. The parsers name the value themselves (`value "0bps": ...`,
-    /// as scenario fields need); that prefix goes, since the error names the
-    /// value once already.
-    fn unit_error(&self, name: &str, v: &serde_json::Value, e: serde_json::Error) -> ConfigError {
-        let msg = e.to_string();
-        let named = match v {
-            serde_json::Value::String(s) => format!("value \"{s}\": "),
-            other => format!("value {}: ", other.as_f64().unwrap_or(f64::NAN)),
-        };
-        let msg = msg.strip_prefix(&named).map_or(msg.clone(), str::to_string);
-        ConfigError::new(format!("{}.{name}", self.field), v, msg)
+    /// Error for parameter `name` that a unit parser refused with `e`. Its
+    /// message names the value already (`value "0bps": ...`, or `invalid
+    /// type: boolean ...` for a value of the wrong type), as for the
+    /// scenario's own fields, so the error adds only the field.
+    fn unit_error(&self, name: &str, e: serde_json::Error) -> ConfigError {
+        ConfigError::new(format!("{}.{name}", self.field), "", e.to_string())
     }
 
     /// Error for parameter `name` holding a bad value.
