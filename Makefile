@@ -45,17 +45,18 @@ help:
 $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_DIR)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'maturin>=1.5,<2'
-	$(BIN)/maturin develop --release
+	scripts/build_native.sh install
 	touch $@
 
 $(FULL_STAMP): $(BASE_STAMP)
-	$(BIN)/maturin develop --release --extras $(EXTRAS)
+	scripts/build_native.sh install --extras $(EXTRAS)
 	touch $@
 
-# Rebuilds the native module in place (python/ccgym/_sim*.so) when Rust sources changed;
-# cargo makes this a no-op otherwise. The package itself is installed in editable mode.
+# Rebuilds the native module in place (python/ccgym/_sim*.so) when Rust sources changed, with
+# profile-guided optimisation (scripts/build_native.sh; CCGYM_PGO=0 builds without a profile);
+# a no-op otherwise. The package itself is installed in editable mode.
 build: $(BASE_STAMP)
-	$(BIN)/maturin develop --release --skip-install
+	scripts/build_native.sh
 
 # The quick suite (classic CCs and the bundled policy:adpg-default, a few minutes on 2 cores);
 # runs cached under results/bench/quick are reused. Prints the table and `report: PATH`.
@@ -81,7 +82,7 @@ test: $(FULL_STAMP) build chromium
 	$(CARGO) test --workspace --release --exclude $(PY_CRATE)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(BIN)/ruff check python tests
+	$(BIN)/ruff check python tests scripts
 	$(BIN)/python -m pytest -q tests
 
 perf: build
@@ -96,7 +97,7 @@ fuzz: $(FULL_STAMP) build
 lint: $(FULL_STAMP)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(BIN)/ruff check python tests
+	$(BIN)/ruff check python tests scripts
 
 clean:
 	rm -rf $(VENV_DIR) target .pytest_cache .ruff_cache results
