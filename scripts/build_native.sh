@@ -8,11 +8,11 @@
 # Uses the venv `make` made (.venv, or $VIRTUAL_ENV when set) and its maturin.
 #
 # A simulator's hot loop branches on the simulated state; laid out by a profile of real runs,
-# the core runs about 5-10% fewer nanoseconds per packet-hop (docs/architecture.md, "Built
-# with a profile"). The steps: build an instrumented module (target/pgo-instrumented), run
-# scripts/pgo_train.py through it, merge the counts (llvm-profdata, rustup's llvm-tools
-# component, which matches rustc's LLVM), and build the module used from then on
-# (target/pgo-optimised) with them. A profile changes code layout and inlining, never results.
+# the core spends about 10% fewer nanoseconds per packet-hop (4-21% over the `ccgym perf` runs;
+# docs/architecture.md, "Built with a profile"). The steps: build an instrumented module
+# (target/pgo-instrumented), run scripts/pgo_train.py through it, merge the counts with
+# llvm-profdata, and build the module used from then on (target/pgo-optimised) with them. A
+# profile changes code layout and inlining, never results.
 #
 # CCGYM_PGO=0 builds without a profile (into target/, one build instead of two); so does a
 # toolchain without llvm-profdata where rustup cannot add it (a note says so). Nothing is rebuilt
@@ -49,16 +49,22 @@ if [ "${CCGYM_PGO:-1}" = 0 ]; then
   exit 0
 fi
 
+# llvm-profdata reads only the profile format of its own LLVM: rustup's llvm-tools component
+# for this toolchain, or a system llvm-profdata-N of rustc's LLVM major version N.
 sysroot=$(rustc --print sysroot)
 host=$(rustc -vV | sed -n 's/^host: //p')
+llvm_major=$(rustc -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
 profdata_tool="$sysroot/lib/rustlib/$host/bin/llvm-profdata"
+if [ ! -x "$profdata_tool" ] && command -v "llvm-profdata-$llvm_major" >/dev/null 2>&1; then
+  profdata_tool=$(command -v "llvm-profdata-$llvm_major")
+fi
 if [ ! -x "$profdata_tool" ] && command -v rustup >/dev/null 2>&1; then
   echo "adding rustup's llvm-tools component (llvm-profdata, for the profile-guided build)"
-  rustup component add llvm-tools >/dev/null 2>&1 || true
+  timeout 180 rustup component add llvm-tools >/dev/null 2>&1 || true
 fi
 if [ ! -x "$profdata_tool" ]; then
-  echo "note: no llvm-profdata for this rustc (rustup component add llvm-tools); building" \
-    "without a profile, which runs about 5-10% slower per packet-hop"
+  echo "note: no llvm-profdata of LLVM $llvm_major for this rustc (rustup component add" \
+    "llvm-tools); building without a profile (about 10% slower per packet-hop)"
   plain
   exit 0
 fi
