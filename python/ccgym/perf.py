@@ -371,9 +371,7 @@ FABRIC_SCENARIO = "receiver-driven-websearch"
 """The fabric entries' scenario: 144-host leaf-spine, Poisson WebSearch (docs/bench.md)."""
 FABRIC_LOAD = 0.6
 FABRIC_METHODS: tuple[str, ...] = ("pfabric", "homa")
-"""The fabric entries of ``ccgym perf --fabric``, methods of :data:`FABRIC_SUITE`. An entry
-whose preset is optional and whose CC this ccgym lacks (Homa until it is merged) is reported as
-skipped; it is measured, with no change here, once the CC exists."""
+"""The default fabric entries of ``ccgym perf --fabric``, methods of :data:`FABRIC_SUITE`."""
 FABRIC_INCAST_FLOWS = 16
 """The incast size measured beside the fabric entries by default (the per-hop reference)."""
 
@@ -383,27 +381,15 @@ def fabric_scenario(method: str, duration: str | float = DEFAULT_DURATION) -> di
     ``receiver-driven`` suite, ``duration`` long, summary window the whole run."""
     from ccgym.bench.runner import _preset_scenario, load_suite
 
-    suite = load_suite(FABRIC_SUITE)
-    presets = suite.get("presets") or {}
+    presets = load_suite(FABRIC_SUITE).get("presets") or {}
     if method not in presets:
-        why = "its CC is not built in" if method in suite.get("skipped_methods", []) else "unknown"
-        raise ValueError(f"no fabric perf entry {method!r} ({why}; known: {', '.join(presets)})")
+        raise ValueError(f"no fabric perf entry {method!r} (known: {', '.join(presets)})")
     overrides = [f"workload[0].load={FABRIC_LOAD}", f"duration={duration}", "seed=1"]
     data = _preset_scenario(FABRIC_SCENARIO, overrides, method, presets[method])
     data["name"] = f"perf-fabric-{method}"
     data.setdefault("metrics", {}).pop("window", None)
     data["metrics"]["flow_series"] = False
     return data
-
-
-def fabric_methods() -> tuple[list[str], list[str]]:
-    """The fabric entries that can run here, and those skipped (their CC is missing)."""
-    from ccgym.bench.runner import load_suite
-
-    suite = load_suite(FABRIC_SUITE)
-    presets = suite.get("presets") or {}
-    runnable = [m for m in FABRIC_METHODS if m in presets]
-    return runnable, [m for m in FABRIC_METHODS if m not in presets]
 
 
 def measure_fabric(method: str, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
@@ -441,12 +427,11 @@ def run_fabric_perf(
 ) -> dict[str, Any]:
     """The fabric entries beside the line-rate incast, each in its own process.
 
-    Returns ``{"incast": [rows of run_perf], "fabric": [rows], "skipped": [methods]}``; each
+    Returns ``{"incast": [rows of run_perf], "fabric": [rows]}``; each
     fabric row gets ``ratio_vs_incast``: its ns per packet-hop over the mean of the incast rows',
     measured in the same invocation so that it holds on a noisy machine.
     """
-    runnable, skipped = fabric_methods()
-    chosen = list(methods) if methods is not None else runnable
+    chosen = list(methods) if methods is not None else list(FABRIC_METHODS)
     incast = run_perf(incast_flows, duration, on_start=on_start)
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parent.parent)
@@ -468,7 +453,7 @@ def run_fabric_perf(
     base = sum(ref) / len(ref) if ref else None
     for r in rows:
         r["ratio_vs_incast"] = r["ns_per_hop"] / base if base and r["ns_per_hop"] else None
-    return {"incast": incast, "fabric": rows, "skipped": [m for m in skipped if m not in chosen]}
+    return {"incast": incast, "fabric": rows}
 
 
 # --------------------------------------------------------------------------- topology entries
@@ -531,8 +516,8 @@ TOPOLOGY_ENTRIES: dict[str, tuple[Callable[[], dict[str, Any]], str]] = {
     "leaf-spine": (_leaf_spine_poisson, "5ms"),
 }
 """The entries of ``ccgym perf --topologies``: name -> (topology and workload, default simulated
-time). The k = 16 fat tree has 1,024 hosts and runs 1 ms by default (issue 21 measured 74 s of
-CPU for that)."""
+time). The k = 16 fat tree has 1,024 hosts and runs 1 ms by default (20-30 s of CPU on the
+machines of docs/architecture.md)."""
 
 
 def topology_scenario(
