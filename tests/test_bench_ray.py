@@ -50,6 +50,7 @@ def _numbers(records: list[dict]) -> list[tuple]:
     return [(r["label"], r["method"], r["seed"], r["key"], r["metrics"]) for r in records]
 
 
+@pytest.mark.xdist_group("ray")  # starts a local Ray instance (pyproject.toml)
 def test_ray_local_equals_serial(
     tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

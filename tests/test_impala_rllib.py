@@ -49,6 +49,7 @@ def test_training_env_appends_the_clipped_reward_and_cycles_scenarios() -> None:
     assert labels == ["a", "b", "a"]
 
 
+@pytest.mark.xdist_group("ray")  # starts a local Ray instance (pyproject.toml)
 def test_train_resume_and_export(tmp_path) -> None:
     """A short RLlib IMPALA run writes its run folder; resume continues its step count; the
     checkpoint exports to TorchScript and to the native layout."""
