@@ -428,6 +428,17 @@ def test_cli_list() -> None:
         assert name in proc.stdout
 
 
+def test_cli_list_suites_counts_the_runs_bench_plans() -> None:
+    from ccgym.bench.runner import bundled_suites, load_suite, suite_jobs
+
+    proc = run_cli("list", "suites")
+    assert proc.returncode == 0
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines() if line.strip()}
+    assert sorted(lines) == bundled_suites()
+    quick = load_suite("quick")
+    assert f" {len(suite_jobs(quick))} runs  {quick['description']}" in lines["quick"]
+
+
 def test_cli_usage_error_exit_2() -> None:
     proc = run_cli("list", "things")
     assert proc.returncode == 2

@@ -38,9 +38,11 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
-        "list", parents=[debug], help="list bundled scenarios, workloads or CC algorithms"
+        "list",
+        parents=[debug],
+        help="list bundled scenarios, workloads, CC algorithms or bench suites",
     )
-    p.add_argument("what", choices=["scenarios", "workloads", "cc"])
+    p.add_argument("what", choices=["scenarios", "workloads", "cc", "suites"])
     p.set_defaults(func=cmd_list)
 
 
@@ -110,7 +112,7 @@ def cc_table(catalogue: list[tuple[str, str, list[tuple[str, str, str]]]]) -> Ta
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """``ccgym list scenarios|workloads|cc``: what ships with the package."""
+    """``ccgym list scenarios|workloads|cc|suites``: what ships with the package."""
     from ccgym import scenario as sc
 
     if args.what == "cc":
@@ -118,7 +120,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         stdout().print(cc_table(native().cc_catalogue()))
         return 0
-    if args.what == "scenarios":
+    if args.what == "suites":
+        rows = _suite_rows()
+    elif args.what == "scenarios":
         rows = [(name, sc.scenario_description(name)) for name in sc.bundled_scenarios()]
     else:
         rows = [(name, sc.workload_description(name)) for name in sc.bundled_workloads()]
@@ -126,3 +130,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name, description in rows:
         print(f"{name:<{width}}  {description}".rstrip())
     return 0
+
+
+def _suite_rows() -> list[tuple[str, str]]:
+    """Each bundled suite with its number of runs (scenarios x methods x seeds, as ``ccgym
+    bench`` plans them) and its description."""
+    from ccgym.bench.runner import bundled_suites, load_suite
+
+    rows = []
+    for name in bundled_suites():
+        suite = load_suite(name)
+        runs = len(suite["scenario"]) * len(suite["methods"]) * len(suite["seeds"])
+        rows.append((name, f"{runs:>4} runs  {suite.get('description', '')}"))
+    return rows
