@@ -3,7 +3,7 @@
 #
 #   make run           build (incrementally), run the quick bench suite, write its HTML report
 #   make run-scenario  run one scenario and print its summary (SCENARIO=incast-16)
-#   make test          Rust tests, rustfmt, clippy, ruff, pytest on every core (installs chromium if missing)
+#   make test          Rust tests, rustfmt, clippy, ruff, parallel pytest (installs chromium if missing)
 #   make perf          the standard incast benchmark (ccgym perf)
 #   make fuzz          the fuzzer's long profile: thousands of generated scenarios and bridge calls
 #   make lint          rustfmt --check, clippy, ruff

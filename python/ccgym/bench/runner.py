@@ -236,6 +236,11 @@ def _available(method: str) -> bool:
     return True
 
 
+def planned_runs(suite: dict[str, Any]) -> int:
+    """How many runs :func:`suite_jobs` makes of ``suite``, without loading a scenario."""
+    return len(suite["scenario"]) * len(suite["methods"]) * len(suite["seeds"])
+
+
 def suite_jobs(suite: dict[str, Any]) -> list[Job]:
     """The runs of a suite, scenarios x methods x seeds, each with its cache key."""
     common = list(suite.get("overrides") or [])

@@ -135,11 +135,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _suite_rows() -> list[tuple[str, str]]:
     """Each bundled suite with its number of runs (scenarios x methods x seeds, as ``ccgym
     bench`` plans them) and its description."""
-    from ccgym.bench.runner import bundled_suites, load_suite
+    from ccgym.bench.runner import bundled_suites, load_suite, planned_runs
 
     rows = []
     for name in bundled_suites():
         suite = load_suite(name)
-        runs = len(suite["scenario"]) * len(suite["methods"]) * len(suite["seeds"])
-        rows.append((name, f"{runs:>4} runs  {suite.get('description', '')}"))
+        rows.append((name, f"{planned_runs(suite):>4} runs  {suite.get('description', '')}"))
     return rows
