@@ -79,7 +79,7 @@ chromium:
 	  fi; }
 
 test: $(FULL_STAMP) build chromium
-	$(CARGO) test --workspace --release --exclude $(PY_CRATE)
+	$(CARGO) test --workspace --profile test-opt --exclude $(PY_CRATE)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests scripts
