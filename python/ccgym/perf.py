@@ -517,7 +517,7 @@ TOPOLOGY_ENTRIES: dict[str, tuple[Callable[[], dict[str, Any]], str]] = {
 }
 """The entries of ``ccgym perf --topologies``: name -> (topology and workload, default simulated
 time). The k = 16 fat tree has 1,024 hosts and runs 1 ms by default (20-30 s of CPU on the
-machines of docs/architecture.md)."""
+machines of docs/performance.md)."""
 
 
 def topology_scenario(

@@ -57,8 +57,8 @@ pub struct IntHop {
 
 /// A packet. Control packets reuse the fields they need.
 ///
-/// Exactly one cache line, aligned to one (see "Per-hop cost" in
-/// docs/architecture.md): a switch hop reads the header, the charge and the
+/// Exactly one cache line, aligned to one (see "The fat tree's packet" in
+/// docs/performance.md): a switch hop reads the header, the charge and the
 /// queueing time, and with the former 80 bytes every packet straddled two
 /// lines. Nothing goes in it that a field already says: the source host of a
 /// packet is its flow's (`Path::src` or `dst` by direction, read only where a

@@ -1,7 +1,7 @@
 //! Hints for the cache: the state of the packet-hop events due next.
 //!
 //! How far ahead pays depends on the network's size (measured back to back,
-//! HPCC permutations, docs/architecture.md): a network of fewer than
+//! HPCC permutations, docs/performance.md): a network of fewer than
 //! [`MIN_PORTS`] ports stays in the first-level cache and is not prefetched;
 //! up to [`DEEP_MIN_PORTS`] (the k = 8 fat tree's 768 ports) the next two
 //! events are prefetched ([`Simulation::prefetch_near`]); beyond, where the
