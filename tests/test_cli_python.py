@@ -9,6 +9,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -323,6 +324,8 @@ SAMPLE_SUMMARY: dict[str, Any] = {
         "count": 16,
         "completed": 0,
         "throughput_gbps_mean": 6.2,
+        "retransmitted_bytes": 2_500_000,
+        "timeouts": 3,
         "jain": 0.999,
         "min_max": 0.98,
         "host_min_max": 0.98,
@@ -330,6 +333,7 @@ SAMPLE_SUMMARY: dict[str, Any] = {
         "slowdown": None,
     },
     "paper": {"SU": 98.7, "FR": 98.0, "QL": 1.0, "drops_mb": 0.0},
+    "conservation": {"sent_bytes": 10_000_000, "delivered_bytes": 9_000_000},
 }
 
 
@@ -341,6 +345,9 @@ def test_summary_table_renders_with_nulls() -> None:
     console.print(summary_table({}))
     text = console.export_text()
     assert "98.70 %" in text and "123,456" in text and "sw0->h0" in text
+    # Retransmissions with their share of the bytes sent, so that a goodput collapse shows.
+    assert "2.5 MB (25.0 % of sent)" in text
+    assert re.search(r"timeouts\s+│\s+3\s", text), text
 
 
 def test_result_save_load_roundtrip(tmp_path: Path) -> None:

@@ -84,6 +84,17 @@ def pct(x: Any) -> str:
     return num(x, ".2f", "%", scale=100.0)
 
 
+def retransmitted(resent: Any, conservation: Any) -> str:
+    """Bytes sent again, with their share of all bytes sent: a go-back-N flow that loses most of
+    its packets keeps its bottleneck busy with data the receiver discards (goodput collapse), which
+    utilisation alone does not show."""
+    text = num(resent, unit="MB", scale=1e-6)
+    sent = get(conservation, "sent_bytes")
+    if isinstance(resent, (int, float)) and isinstance(sent, (int, float)) and sent > 0:
+        text += f" ({100.0 * resent / sent:.1f} % of sent)"
+    return text
+
+
 def summary_table(summary: dict[str, Any], timing: dict[str, Any] | None = None) -> Table:
     """The summary of a run as a two-column rich table."""
     from rich.table import Table
@@ -132,6 +143,8 @@ def summary_table(summary: dict[str, Any], timing: dict[str, Any] | None = None)
                 f"{num(get(net, 'drops_packets'))} packets "
                 f"({num(drops_bytes, unit='MB', scale=1e-6)})",
             ),
+            ("retransmitted", retransmitted(get(fl, "retransmitted_bytes"), s.get("conservation"))),
+            ("timeouts", num(get(fl, "timeouts"))),
             ("ECN marks", num(get(net, "ecn_marks"))),
             ("PFC pauses", num(get(net, "pfc_pauses"))),
         ]
