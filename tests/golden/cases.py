@@ -25,6 +25,9 @@ GOLDEN_DIR = Path(__file__).resolve().parent
 # (staggered starts at 1-2 ms, convergence, steady state) at a tenth of the cost.
 SHORT_ADPG = ["duration=12ms", 'metrics.window=["4ms", "12ms"]', "workload[0].stop=12ms"]
 
+# The receiver-driven scenarios run 100 ms of Poisson arrivals; 3 ms with a 1 ms warm-up.
+SHORT_RECEIVER_DRIVEN = ["duration=3ms", 'metrics.window=["1ms", "3ms"]']
+
 CASES: dict[str, dict[str, Any]] = {
     # Lossless switch (PFC), INT, window-based HPCC.
     "incast16-hpcc": {
@@ -110,6 +113,40 @@ CASES: dict[str, dict[str, Any]] = {
             "workload[0].stop=12ms",
         ],
     },
+    # Receiver-driven transports on the 144-host leaf-spine (10/40 Gb/s, Poisson WebSearch), each
+    # with its preset of the receiver-driven suite: rank queues and evictions (pFabric), RTS and
+    # paced tokens (pHost), grants, overcommitment and priorities (Homa), the HOPASS fast layer.
+    **{
+        f"rd-{method}": {
+            "scenario": "receiver-driven-websearch",
+            "preset": ["receiver-driven", method],
+            "overrides": SHORT_RECEIVER_DRIVEN,
+        }
+        for method in ("pfabric", "phost", "homa", "hopass")
+    },
+    # HOPASS's weighted classes: WRR switch queues, per-class token rates at the receivers.
+    "hopass-weighted": {
+        "scenario": "hopass-weighted",
+        "overrides": ["duration=15ms", 'metrics.window=["5ms", "15ms"]'],
+    },
+    # WAN: delay-based Copa and model-based BBR on the dumbbell.
+    "wan-copa": {
+        "scenario": "dumbbell-wan",
+        "cc": "copa",
+        "overrides": ["duration=3s", 'metrics.window=["1s", "3s"]'],
+    },
+    "wan-bbr": {
+        "scenario": "dumbbell-wan",
+        "cc": "bbr",
+        "overrides": ["duration=3s", 'metrics.window=["1s", "3s"]'],
+    },
+    # Switch-queue agents answered natively (ACC's bundled DDQN policy on every queue, DCQCN hosts).
+    "acc-websearch-acc-default": {
+        "scenario": "acc-websearch",
+        "cc": "dcqcn",
+        "acc_policy": "acc-default",
+        "overrides": ["duration=6ms", 'metrics.window=["1ms", "6ms"]'],
+    },
     # Agent flows driven from Python through the batched bridge (probe trigger, 1 us delay),
     # with a fixed, deterministic rule in place of a policy. Python only: the Rust test skips it.
     "m2o2-bridge-probe": {
@@ -140,7 +177,18 @@ def scenario(name: str) -> dict[str, Any]:
     cc = case.get("cc")
     if case.get("bridge"):
         cc = "agent"
-    data, _ = load_scenario(case["scenario"], case.get("overrides"), cc=cc)
+    overrides = list(case.get("overrides", []))
+    if "preset" in case:
+        from ccgym.bench.runner import load_suite
+
+        suite, method = case["preset"]
+        preset = load_suite(suite)["presets"][method]
+        cc, overrides = preset["cc"], [*overrides, *preset["overrides"]]
+    data, base = load_scenario(case["scenario"], overrides, cc=cc)
+    if "acc_policy" in case:
+        from ccgym.bench.acc_suite import native_scenario
+
+        data = native_scenario(data, base, policy=case["acc_policy"])
     if "policy" in case:
         data = use_policy(data, case["policy"], precision=case.get("precision", "float32"))
     if case.get("bridge"):
