@@ -28,6 +28,9 @@ SHORT_ADPG = ["duration=12ms", 'metrics.window=["4ms", "12ms"]', "workload[0].st
 # The WAN dumbbell runs 20 s; 3 s cover slow start and the first loss episodes.
 SHORT_WAN = ["duration=3s", 'metrics.window=["1s", "3s"]']
 
+# The MVFST-RL links run 30 s; 2 s cover the start-up and the trace's first changes.
+SHORT_MVFST = ["duration=2s", 'metrics.window=["0.5s", "2s"]']
+
 # The receiver-driven scenarios run 100 ms of Poisson arrivals; 3 ms with a 1 ms warm-up.
 SHORT_RECEIVER_DRIVEN = ["duration=3ms", 'metrics.window=["1ms", "3ms"]']
 
@@ -126,6 +129,19 @@ CASES: dict[str, dict[str, Any]] = {
     "hopass-weighted": {
         "scenario": "hopass-weighted",
         "overrides": ["duration=15ms", 'metrics.window=["5ms", "15ms"]'],
+    },
+    # A trace-driven cellular link (Pantheon-like, SACK recovery) under CUBIC, and the MVFST-RL
+    # LSTM policy trained on it, native (delayed actions, action history).
+    **{
+        f"mvfst-mexico-{name}": {
+            "scenario": "mvfst-mexico-cellular",
+            **method,
+            "overrides": SHORT_MVFST,
+        }
+        for name, method in (
+            ("cubic", {"cc": "cubic"}),
+            ("mvfst-log-mexico", {"policy": "mvfst-log-mexico"}),
+        )
     },
     # Switch-queue agents answered natively (ACC's bundled DDQN policy on every queue, DCQCN hosts).
     "acc-websearch-acc-default": {

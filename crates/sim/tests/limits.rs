@@ -254,7 +254,16 @@ fn the_event_estimate_bounds_the_golden_runs() {
         let est = Simulation::estimate_json(&record["scenario"].to_string(), &root).expect("estimate");
         let (want, got) = (record["events"].as_f64().unwrap(), est["events"].as_f64().unwrap());
         assert!(got >= want, "{}: estimated {got} events, ran {want}", path.display());
-        assert!(got <= 30.0 * want, "{}: estimated {got} events, ran only {want}", path.display());
+        // The estimate does not know the CC: it counts what senders at line rate could push into
+        // the network. Behind a trace-driven bottleneck a few Mb/s wide (the MVFST-RL links), a
+        // CC that follows the bottleneck runs thousands of times fewer events than that, so the
+        // bound is checked for tightness only where links have no trace.
+        let traced = record["scenario"]["link"]
+            .as_array()
+            .is_some_and(|links| links.iter().any(|l| l.get("trace").is_some() || l.get("trace_process").is_some()));
+        if !traced {
+            assert!(got <= 30.0 * want, "{}: estimated {got} events, ran only {want}", path.display());
+        }
         checked += 1;
     }
     assert!(checked >= 12);
