@@ -150,6 +150,13 @@ CASES: dict[str, dict[str, Any]] = {
         "acc_policy": "acc-default",
         "overrides": ["duration=6ms", 'metrics.window=["1ms", "6ms"]'],
     },
+    # Window agents answered by QTCP-AIMD's Kanerva Q-learners in Python, learning online
+    # (two senders sharing a 40 Mb/s bottleneck). Python only: the Rust test skips it.
+    "qtcp-aimd-fixed": {
+        "scenario": "qtcp-fixed",
+        "qtcp": "qtcp-aimd",
+        "overrides": ["duration=20s", 'metrics.window=["5s", "20s"]'],
+    },
     # Agent flows driven from Python through the batched bridge (probe trigger, 1 us delay),
     # with a fixed, deterministic rule in place of a policy. Python only: the Rust test skips it.
     "m2o2-bridge-probe": {
@@ -187,7 +194,16 @@ def scenario(name: str) -> dict[str, Any]:
         suite, method = case["preset"]
         preset = load_suite(suite)["presets"][method]
         cc, overrides = preset["cc"], [*overrides, *preset["overrides"]]
+    if "qtcp" in case:
+        cc = "agent"
     data, base = load_scenario(case["scenario"], overrides, cc=cc)
+    if "qtcp" in case:
+        from ccgym.qtcp.driver import VARIANTS, _mss, agent_table
+
+        data["agent"] = {
+            **(data.get("agent") or {}),
+            **agent_table(VARIANTS[case["qtcp"]], _mss(data)),
+        }
     if "acc_policy" in case:
         from ccgym.bench.acc_suite import native_scenario
 
@@ -214,6 +230,19 @@ def run(name: str, data: dict[str, Any]) -> dict[str, Any]:
 
     from ccgym import _sim
 
+    if "qtcp" in CASES[name]:
+        from ccgym.qtcp.driver import run_qtcp
+
+        qtcp = run_qtcp(data, CASES[name]["qtcp"])
+        log = qtcp.log
+        learnt = {
+            "decisions": len(log["flow"]),
+            "reward_sum": float(np.nansum(log["reward"], dtype=np.float64)),
+            "actions": [int(np.sum(log["action"] == a)) for a in range(-1, 3)],
+        }
+        summary = qtcp.summary
+        # "bridge" marks a case driven from Python, which the Rust test skips.
+        return {"events": summary["events"], "bridge": learnt, "summary": summary}
     sim = _sim.Simulation(json.dumps(data), str(REPO))
     record: dict[str, Any] = {}
     if CASES[name].get("bridge"):
