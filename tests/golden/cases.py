@@ -187,27 +187,23 @@ def scenario(name: str) -> dict[str, Any]:
     cc = case.get("cc")
     if case.get("bridge"):
         cc = "agent"
-    overrides = list(case.get("overrides", []))
     if "preset" in case:
-        from ccgym.bench.runner import load_suite
+        # As `ccgym bench` builds a preset's run.
+        from ccgym.bench.runner import _preset_scenario, load_suite
 
         suite, method = case["preset"]
         preset = load_suite(suite)["presets"][method]
-        cc, overrides = preset["cc"], [*overrides, *preset["overrides"]]
-    if "qtcp" in case:
-        cc = "agent"
-    data, base = load_scenario(case["scenario"], overrides, cc=cc)
-    if "qtcp" in case:
-        from ccgym.qtcp.driver import VARIANTS, _mss, agent_table
+        data = _preset_scenario(case["scenario"], case["overrides"], method, preset)
+    elif "qtcp" in case:
+        from ccgym.qtcp import qtcp_scenario
 
-        data["agent"] = {
-            **(data.get("agent") or {}),
-            **agent_table(VARIANTS[case["qtcp"]], _mss(data)),
-        }
-    if "acc_policy" in case:
-        from ccgym.bench.acc_suite import native_scenario
+        data, _ = qtcp_scenario(case["scenario"], case["qtcp"], overrides=case["overrides"])
+    else:
+        data, base = load_scenario(case["scenario"], case.get("overrides"), cc=cc)
+        if "acc_policy" in case:
+            from ccgym.bench.acc_suite import native_scenario
 
-        data = native_scenario(data, base, policy=case["acc_policy"])
+            data = native_scenario(data, base, policy=case["acc_policy"])
     if "policy" in case:
         data = use_policy(data, case["policy"], precision=case.get("precision", "float32"))
     if case.get("bridge"):

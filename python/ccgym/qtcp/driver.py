@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,7 @@ __all__ = [
     "QtcpRun",
     "agent_table",
     "load_learners",
+    "qtcp_scenario",
     "run_qtcp",
     "save_learners",
     "utility_reward",
@@ -199,6 +201,30 @@ def _mss(scenario: Mapping[str, Any]) -> int:
     return int(packets.get("payload", 1024))  # the core's default (PacketConfig)
 
 
+def variant(config: QtcpConfig | str) -> QtcpConfig:
+    """``config`` itself, or the variant of that name in :data:`VARIANTS`."""
+    if isinstance(config, str):
+        if config not in VARIANTS:
+            raise ValueError(f"unknown QTCP variant {config!r}; known: {', '.join(VARIANTS)}")
+        return VARIANTS[config]
+    return config
+
+
+def qtcp_scenario(
+    scenario: Any,
+    config: QtcpConfig | str = QTCP,
+    *,
+    overrides: Sequence[str] | None = None,
+    cc: str | None = "agent",
+) -> tuple[dict[str, Any], Path]:
+    """The scenario :func:`run_qtcp` simulates, and its base folder: the bridge's (see
+    ``ccgym.env.bridge.prepare_scenario``) with the ``[agent]`` keys of ``config``."""
+    config = variant(config)
+    data, base = prepare_scenario(scenario, overrides, cc=cc)
+    data["agent"] = {**(data.get("agent") or {}), **agent_table(config, _mss(data))}
+    return data, base
+
+
 def run_qtcp(
     scenario: Any,
     config: QtcpConfig | str = QTCP,
@@ -223,14 +249,8 @@ def run_qtcp(
             ``agent`` are (the others keep their CC, for mixes with NewReno or CUBIC).
         learn: False freezes the learners (greedy actions, no updates).
     """
-    if isinstance(config, str):
-        if config not in VARIANTS:
-            raise ValueError(f"unknown QTCP variant {config!r}; known: {', '.join(VARIANTS)}")
-        config = VARIANTS[config]
-    data, base = prepare_scenario(scenario, overrides, cc=cc)
-    table = dict(data.get("agent") or {})
-    table.update(agent_table(config, _mss(data)))
-    data["agent"] = table
+    config = variant(config)
+    data, base = qtcp_scenario(scenario, config, overrides=overrides, cc=cc)
     if seed is not None:
         data["seed"] = seed
     run_seed = int(data.get("seed", 1))
