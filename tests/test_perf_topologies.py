@@ -196,12 +196,18 @@ def test_find_native(tmp_path: Path, other_build: Path) -> None:
 
 
 def test_compare_alternates_the_builds(other_build: Path) -> None:
-    """Each side's runs ran in a child that loaded that side's native module, in the order new,
-    old, new, old; the ratio is new / old of each side's least ns per hop."""
+    """Each side's runs ran in a child that loaded that side's native module, in pairs whose
+    order alternates (new old, old new); the ratio is new / old of each side's least ns per hop,
+    and each pair gives a ratio of its own."""
     order: list[str] = []
     jobs = [("incast", "16", "0.2ms", "line_rate"), ("topology", "fat-tree-8", "0.005ms", "hpcc")]
     rows = perf.compare_builds(jobs, other_build.parent.parent, rounds=2, on_start=order.append)
-    assert [label.split(": ")[1].split(" ")[0] for label in order] == ["new", "old"] * 4
+    assert [label.split(": ")[1].split(" ")[0] for label in order] == [
+        "new",
+        "old",
+        "old",
+        "new",
+    ] * 2
     assert [r["job"] for r in rows] == [list(j) for j in jobs]
     for row in rows:
         new, old = row["new"], row["old"]
@@ -213,7 +219,37 @@ def test_compare_alternates_the_builds(other_build: Path) -> None:
         assert row["ratio_ns_per_hop"] == pytest.approx(new["ns_per_hop"] / old["ns_per_hop"])
         assert row["ratio_peak_rss"] == pytest.approx(new["peak_rss_mb"] / old["peak_rss_mb"])
         assert row["same_counts"]  # the same build simulates the same run
+        pairs = [
+            n["ns_per_hop"] / o["ns_per_hop"] for n, o in zip(new["runs"], old["runs"], strict=True)
+        ]
+        assert row["paired_ratios"] == pytest.approx(pairs)
+        assert row["ratio_median"] == pytest.approx(sum(pairs) / 2)
+        assert row["verdict"] == "within noise"  # two pairs can never be significant
     assert rows[1]["new"]["runs"][0]["entry"] == "fat-tree-8"
+
+
+def test_sign_test_and_paired_verdict() -> None:
+    """Hand-computed sign tests, and the verdict they give over pairs of runs."""
+    assert perf.sign_test(6, 0) == pytest.approx(2 / 64)
+    assert perf.sign_test(0, 5) == pytest.approx(2 / 32)
+    assert perf.sign_test(9, 1) == pytest.approx(2 * 11 / 1024)
+    assert perf.sign_test(3, 3) == 1.0 and perf.sign_test(0, 0) == 1.0
+
+    def runs(*ns: float) -> list[dict[str, float]]:
+        return [{"ns_per_hop": n} for n in ns]
+
+    old = runs(100, 110, 95, 120, 100, 105)
+    faster = perf.paired_verdict(runs(90, 100, 90, 100, 95, 100), old)
+    assert faster["verdict"] == "faster" and faster["ratio_high"] < 1
+    assert faster["sign_test_p"] == pytest.approx(2 / 64)
+    slower = perf.paired_verdict(runs(110, 120, 100, 130, 101, 106), old)
+    assert slower["verdict"] == "slower" and slower["ratio_low"] > 1
+    # Five pairs leaning one way, one the other: p = 0.22, not a verdict.
+    mixed = perf.paired_verdict(runs(90, 100, 100, 100, 95, 100), old)
+    assert mixed["verdict"] == "within noise"
+    assert mixed["sign_test_p"] == pytest.approx(2 * 7 / 64)
+    assert perf.paired_verdict(runs(90), runs(100))["verdict"] is None
+    assert perf.paired_verdict([], [])["verdict"] is None
 
 
 def test_compare_reports_a_build_that_cannot_load(tmp_path: Path) -> None:

@@ -750,6 +750,59 @@ def job_label(job: PerfJob) -> str:
     return f"fabric {name}"
 
 
+SIGNIFICANCE = 0.05
+"""Largest two-sided sign-test p-value that ``compare_builds`` calls faster or slower."""
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided p-value of the sign test: the chance that a fair coin tossed ``wins + losses``
+    times comes out at least as lopsided (ties are left out before). Six pairs that all agree
+    give 0.031; five cannot reach 0.05."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2.0 * tail)
+
+
+def paired_verdict(
+    new_runs: list[dict[str, Any]], old_runs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The ratios new / old ns per packet-hop of runs taken in pairs (``new_runs[i]`` beside
+    ``old_runs[i]``): ``paired_ratios``, their median (``ratio_median``), extremes
+    (``ratio_low``, ``ratio_high``) and ``verdict`` (see :func:`compare_builds`)."""
+    ratios = [
+        n["ns_per_hop"] / o["ns_per_hop"]
+        for n, o in zip(new_runs, old_runs, strict=True)
+        if n.get("ns_per_hop") and o.get("ns_per_hop")
+    ]
+    if not ratios:
+        return {
+            "paired_ratios": [],
+            "ratio_median": None,
+            "ratio_low": None,
+            "ratio_high": None,
+            "sign_test_p": None,
+            "verdict": None,
+        }
+    median = statistics.median(ratios)
+    p = sign_test(sum(r < 1.0 for r in ratios), sum(r > 1.0 for r in ratios))
+    if len(ratios) < 2:
+        verdict = None
+    elif p < SIGNIFICANCE:
+        verdict = "faster" if median < 1.0 else "slower"
+    else:
+        verdict = "within noise"
+    return {
+        "paired_ratios": ratios,
+        "ratio_median": median,
+        "ratio_low": min(ratios),
+        "ratio_high": max(ratios),
+        "sign_test_p": p,
+        "verdict": verdict,
+    }
+
+
 def compare_builds(
     jobs: Iterable[PerfJob],
     other: str | os.PathLike[str],
@@ -757,13 +810,22 @@ def compare_builds(
     on_start: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Each job with this build (``new``) and with the native module ``other`` (``old``, a file
-    or a folder, see :func:`find_native`), alternated: new, old, new, old, ... ``rounds`` times
-    per job, each run in its own process.
+    or a folder, see :func:`find_native`), ``rounds`` pairs of runs per job, each run in its own
+    process. The order alternates from pair to pair (new then old, old then new, ...), so that a
+    machine slowing down or speeding up over a pair favours neither build.
 
     One row per job: per side its runs, the least ns per packet-hop and peak memory among them
     and the native module it loaded; ``ratio_ns_per_hop`` and ``ratio_peak_rss`` are new / old of
     those; ``same_counts`` says whether both builds simulated the same events and packet-hops
     (an optimisation should not change them).
+
+    Each pair also gives a ratio of its own (``paired_ratios``, new / old ns per hop): two runs a
+    second apart share the machine's load far more than two runs minutes apart. Their median
+    is ``ratio_median`` and their extremes ``ratio_low`` and ``ratio_high``. ``verdict`` is
+    ``"faster"`` or ``"slower"`` when a sign test over the pairs (``sign_test_p``) says the
+    pairs lean one way more often than chance would (p below :data:`SIGNIFICANCE`), otherwise
+    ``"within noise"``; None with one pair. That takes at least six pairs; on a shared machine,
+    where single runs move by 10 % and more, a change of a few per cent takes a few dozen.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be positive, got {rounds}")
@@ -771,8 +833,9 @@ def compare_builds(
     out = []
     for job in jobs:
         runs: dict[str, list[dict[str, Any]]] = {"new": [], "old": []}
+        sides: tuple[tuple[str, Path | None], ...] = (("new", None), ("old", old_path))
         for i in range(rounds):
-            for side, path in (("new", None), ("old", old_path)):
+            for side, path in sides if i % 2 == 0 else sides[::-1]:
                 if on_start is not None:
                     on_start(f"{job_label(job)}: {side} build, round {i + 1} of {rounds}")
                 runs[side].append(run_child(job, path))
@@ -792,6 +855,7 @@ def compare_builds(
             else None
         )
         row["ratio_peak_rss"] = new["peak_rss_mb"] / old["peak_rss_mb"]
+        row.update(paired_verdict(runs["new"], runs["old"]))
         counts = {(r["events"], r["packet_hops"]) for s in runs.values() for r in s}
         row["same_counts"] = len(counts) == 1
         out.append(row)

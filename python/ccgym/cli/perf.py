@@ -91,16 +91,17 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         type=path_arg,
         metavar="PATH",
         help="another build of the native module (a _sim*.so file, or a checkout, its python "
-        "folder or its package folder): every run chosen by the other options goes alternately "
-        "with this build and that one (new, old, new, old, ...), each in its own process; "
-        "prints new / old per run",
+        "folder or its package folder): every run chosen by the other options runs in pairs, "
+        "this build and that one (new then old, old then new, ...), each in its own process; "
+        "prints new / old per run and whether the pairs agree (a sign test)",
     )
     p.add_argument(
         "--rounds",
         type=positive_int,
         default=2,
         metavar="N",
-        help="runs per build and per row with --compare (default 2)",
+        help="pairs of runs per row with --compare (default 2; a change of a few per cent "
+        "on a shared machine takes a few dozen)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_perf)
@@ -467,18 +468,45 @@ def compare_table(rows: list[dict[str, Any]]) -> Table:
     first = rows[0] if rows else {"new": {}, "old": {}}
     builds = (f"{side}: {first[side].get('native_module')}" for side in ("new", "old"))
     table = Table(
-        title="ccgym perf --compare: new / old, least ns per packet-hop of each build's runs",
-        caption="\n".join(builds),
+        title="ccgym perf --compare: new / old ns per packet-hop",
+        caption="\n".join(
+            [
+                "least: of each build's least; pairs: median (range) of the runs taken in pairs; "
+                "verdict: sign test over the pairs (p < 0.05)",
+                *builds,
+            ]
+        ),
     )
-    for title in ("run", "runs", "new ns/hop", "old ns/hop", "new / old", "RSS new / old", "same"):
+    titles = (
+        "run",
+        "pairs",
+        "new ns/hop",
+        "old ns/hop",
+        "least",
+        "pairs median (range)",
+        "verdict",
+        "RSS new / old",
+        "same",
+    )
+    for title in titles:
         table.add_column(title, justify="right", no_wrap=True)
     for r in rows:
+        spread = (
+            f"{r['ratio_median']:.3f}× ({r['ratio_low']:.3f}-{r['ratio_high']:.3f})"
+            if r.get("ratio_median") is not None
+            else "–"
+        )
+        verdict = r.get("verdict") or "one pair"
+        if r.get("sign_test_p") is not None and r.get("verdict"):
+            verdict += f", p = {r['sign_test_p']:.2g}"
         table.add_row(
             r["label"],
-            f"{len(r['new']['runs'])} + {len(r['old']['runs'])}",
+            str(len(r["new"]["runs"])),
             num(r["new"]["ns_per_hop"], ".1f"),
             num(r["old"]["ns_per_hop"], ".1f"),
             num(r["ratio_ns_per_hop"], ".3f", "×"),
+            spread,
+            verdict,
             num(r["ratio_peak_rss"], ".2f", "×"),
             "yes" if r["same_counts"] else "NO",
         )
