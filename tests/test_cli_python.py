@@ -121,7 +121,8 @@ def test_apply_override_nested() -> None:
 
 def test_apply_override_errors() -> None:
     d: dict[str, Any] = {"seed": 1, "workload": [{"kind": "long"}]}
-    with pytest.raises(ScenarioError, match=r"index 5 out of range \(workload has 1 elements\)"):
+    expected = r"index 5 out of range \(workload has 1 element; index 1 appends one\)"
+    with pytest.raises(ScenarioError, match=expected):
         apply_override(d, "workload[5].kind=long")
     with pytest.raises(ScenarioError, match="seed is not a table"):
         apply_override(d, "seed.x=1")

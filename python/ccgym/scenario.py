@@ -217,9 +217,10 @@ def apply_override(data: dict[str, Any], text: str) -> None:
             if not isinstance(node, list):
                 raise ScenarioError(f'override "{text}": {where} is not an array')
             if part > len(node):
+                count = f"{len(node)} element" + ("" if len(node) == 1 else "s")
                 raise ScenarioError(
-                    f'override "{text}": index {part} out of range ({where} has {len(node)} '
-                    "elements)"
+                    f'override "{text}": index {part} out of range ({where} has {count}; '
+                    f"index {len(node)} appends one)"
                 )
             if part == len(node):
                 node.append(None if last else {})
