@@ -204,6 +204,17 @@ def test_no_good_checkpoint_is_a_clear_error(trained: Path, tmp_path: Path) -> N
     assert main(["export", str(run / "checkpoint.pt"), "--out", str(tmp_path / "p.json")]) == 2
 
 
+def test_export_of_a_missing_checkpoint_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No such file, or a folder: one line naming the path, not an errno or a torch error."""
+    for path in (tmp_path / "nowhere.pt", tmp_path):
+        with pytest.raises(FileNotFoundError, match=f"checkpoint not found: {path}$"):
+            loop.read_checkpoint(path)
+        assert main(["export", str(path), "--out", str(tmp_path / "p.json")]) == 2
+        assert capsys.readouterr().err.strip() == f"error: checkpoint not found: {path}"
+
+
 def test_checkpoint_write_is_atomic(
     trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

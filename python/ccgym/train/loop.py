@@ -213,10 +213,10 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
             torch) or lacks what a checkpoint holds; the message names it.
     """
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    except FileNotFoundError:
-        raise
     except Exception as e:  # a damaged file fails anywhere in torch's zip and pickle readers
         reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         raise CorruptFileError(
