@@ -16,6 +16,7 @@ import pytest
 
 from ccgym.bench.plots import (
     figure_png,
+    outlier_scale,
     run_figure,
     scale_figure,
     scale_groups,
@@ -259,6 +260,39 @@ def test_scale_figure(bench: SimpleNamespace) -> None:
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels[:2] == ["dcqcn", "policy:adpg-default"] and "paper" in labels[2]
     assert figure_png(fig).startswith(PNG_MAGIC)
+
+
+def test_outlier_scale() -> None:
+    """A log axis only where one value dwarfs the rest, linear below the smallest positive."""
+    assert outlier_scale([0.10, 0.37, 3.2, 4.8, 11.5, 16.1, 838.8]) == pytest.approx(0.1)
+    assert outlier_scale([2.9, 6.1, 10.5, 14.6, 61.2]) is None  # spread, but nothing dwarfs
+    assert outlier_scale([0.0, 0.0, 0.0, 10793.35]) is None  # one positive: linear shows it
+    assert outlier_scale([0.0, 0.0, 0.0004, 0.5, 120.0]) == pytest.approx(1e-3)  # the floor
+    assert outlier_scale([0.0, 0.0]) is None and outlier_scale([float("nan")]) is None
+
+
+def test_scale_figure_with_a_collapse(bench: SimpleNamespace) -> None:
+    """One method's queue latency a hundred times the others': that panel goes to a symmetric
+    log scale (and says so), the drops panel, zero but for that method, stays linear."""
+    (group,) = scale_groups(
+        {"m2o 2": (_scenario("adpg-m2o-2"), None), "m2o 16": (_scenario("adpg-m2o-16"), None)}
+    )
+    rows = []
+    for method, ql, drops in (
+        ("a", [1.0, 2.0], 0.0),
+        ("b", [3.0, 5.0], 0.0),
+        ("c", [4.0, 900.0], 50.0),
+    ):
+        for scenario, q in zip(("m2o 2", "m2o 16"), ql, strict=True):
+            rows.append(
+                {"scenario": scenario, "method": method, "SU": 99.0, "FR": 95.0, "QL": q,
+                 "drops_mb": drops if scenario == "m2o 16" else 0.0}
+            )  # fmt: skip
+    axes = scale_figure(rows, group, title="collapse").axes[:4]
+    assert [ax.get_yscale() for ax in axes] == ["linear", "linear", "symlog", "linear"]
+    assert axes[2].get_ylabel() == "queue latency QL (µs), log scale"
+    assert axes[2].get_ylim() == pytest.approx((0.0, 1800.0))
+    assert axes[3].get_ylabel() == "drops (MB)"
 
 
 # --------------------------------------------------------------------------- report

@@ -278,6 +278,27 @@ def _num(x: Any) -> float:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
 
 
+OUTLIER_RATIO = 20.0
+"""A scale panel goes to a log scale when its largest value exceeds this many times the
+third quartile of its values (see :func:`outlier_scale`)."""
+
+
+def outlier_scale(values: Sequence[float]) -> float | None:
+    """The linear threshold of a symmetric-log y axis for a scale panel whose largest value
+    dwarfs the rest (above :data:`OUTLIER_RATIO` times their third quartile, e.g. one method's
+    collapse), so that the others stay readable; None for a linear axis. The threshold is the
+    power of ten at or below the smallest positive value (at least 0.001), so that zeros still
+    show and everything above is logarithmic."""
+    finite = np.array([v for v in values if math.isfinite(v)], dtype=float)
+    positive = finite[finite > 0]
+    # With one positive value (the rest zero) a log scale shows nothing a linear one does not.
+    if positive.size < 2 or positive.min() == positive.max():
+        return None
+    if finite.max() <= OUTLIER_RATIO * float(np.percentile(finite, 75)):
+        return None
+    return max(1e-3, 10.0 ** math.floor(math.log10(positive.min())))
+
+
 def scale_figure(
     rows: Sequence[Mapping[str, Any]],
     group: ScaleGroup,
@@ -289,7 +310,8 @@ def scale_figure(
 
     ``rows`` are :func:`ccgym.bench.tables.build_rows` rows (mean and min/max over seeds);
     error bars span min-max over seeds when a row has more than one. The paper's numbers,
-    where the row has them, are drawn as crosses in the method's colour.
+    where the row has them, are drawn as crosses in the method's colour. QL and drops go to a
+    symmetric-log axis when one value dwarfs the rest (:func:`outlier_scale`).
     """
     methods = list(dict.fromkeys(r["method"] for r in rows if r["scenario"] in group.flows))
     colors = dict(colors or method_colors(methods))
@@ -332,12 +354,27 @@ def scale_figure(
         ax.set_xscale("log", base=2)
         ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.minorticks_off()
-        ax.set_ylabel(label)
         ax.grid(True, color="0.85", linewidth=0.6)
+        values = [
+            _num(r.get(key))
+            for r in rows
+            if r["method"] in methods and r["scenario"] in group.flows
+        ]
+        linthresh = outlier_scale(values) if key not in ("SU", "FR") else None
         if key in ("SU", "FR"):
             ax.set_ylim(0, 105)
+        elif linthresh is not None:
+            ax.set_yscale("symlog", linthresh=linthresh)
+            # Headroom of a factor of two above the largest point (autoscale leaves none here).
+            highs = [
+                _num(r.get(f"{key}_max"))
+                for r in rows
+                if r["method"] in methods and r["scenario"] in group.flows
+            ]
+            ax.set_ylim(0, 2.0 * max(v for v in [*values, *highs] if math.isfinite(v)))
         else:
             ax.set_ylim(bottom=0)
+        ax.set_ylabel(label if linthresh is None else f"{label}, log scale")
     for ax in axes[2:]:
         ax.set_xlabel("flows (log scale)")
     handles, labels = axes[0].get_legend_handles_labels()

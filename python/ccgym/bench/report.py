@@ -274,7 +274,8 @@ def write_report(
                 f"<figure>{_img(png, title)}<figcaption>Mean over seeds"
                 f"{'; error bars: min–max over seeds' if len(suite['seeds']) > 1 else ''}; "
                 "crosses: the ADPG paper's numbers where it has them (measured over 200 ms; "
-                "for orientation).</figcaption></figure>"
+                "for orientation). A panel whose largest value dwarfs the rest (one method's "
+                "collapse) has a log scale, linear near zero.</figcaption></figure>"
             )
             if step:
                 step(g.family)
