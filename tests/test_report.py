@@ -243,6 +243,28 @@ def test_run_figure(bench: SimpleNamespace) -> None:
     assert png.startswith(PNG_MAGIC) and 10_000 < len(png) < 250_000
 
 
+def test_run_figure_clips_a_peak_outside_the_window(bench: SimpleNamespace) -> None:
+    """A start-up burst 50 times the window's largest queue is clipped and written on the panel;
+    without it the panel keeps its full range."""
+    rec = next(r for r in bench.records if r["label"] == "m2o 16")
+    s = load_series(series_path(bench.out / "runs", rec["key"]))
+    assert s is not None
+    t_ms = np.asarray(s["time_s"]) * 1e3
+    w0, w1 = (float(x) * 1e3 for x in s["window_s"])
+    inside = (t_ms >= w0) & (t_ms <= w1)
+    queue = np.zeros_like(np.asarray(s["queue_bytes"], dtype=float))
+    queue[inside] = 2_000.0  # 2 kB throughout the window
+    queue[1] = 100_000.0  # 100 kB at the second sample, before the window
+    clipped = run_figure({**s, "queue_bytes": queue}).axes[0]
+    assert clipped.get_ylim() == pytest.approx((0.0, 2.6))
+    assert [t.get_text() for t in clipped.texts] == [
+        f"clipped: 100 kB at {t_ms[1]:.1f} ms, outside the metrics window"
+    ]
+    queue[1] = 5_000.0  # 2.5 times the window's queue: shown whole
+    whole = run_figure({**s, "queue_bytes": queue}).axes[0]
+    assert whole.get_ylim()[1] >= 5.0 and not whole.texts
+
+
 def test_scale_figure(bench: SimpleNamespace) -> None:
     (group,) = scale_groups(
         {"m2o 2": (_scenario("adpg-m2o-2"), None), "m2o 16": (_scenario("adpg-m2o-16"), None)}

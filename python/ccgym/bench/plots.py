@@ -95,7 +95,8 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
 
     ``series`` is what :func:`ccgym.bench.series.load_series` returns. The metrics window is
     shaded. The queue has a second axis in µs (the time the queue takes to drain at the
-    bottleneck's line rate). Up to 16 flows are drawn one line each; more as percentile bands
+    bottleneck's line rate); a peak outside the window that dwarfs the window's queue is clipped
+    and written on the panel (:func:`_clip_outside_peak`). Up to 16 flows are drawn one line each; more as percentile bands
     across flows (min-max, p10-p90, p25-p75), the median, the mean and flow 0 alone.
     """
     fig = Figure(figsize=(8.0, 6.6), layout="constrained")
@@ -112,6 +113,7 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
         ax_q.plot(t_ms, queue_kb, color=_LINE_COLOR, linewidth=1.0, label="queue")
         ax_q.set_title(f"bottleneck {port}: queue length", fontsize="medium", loc="left")
         ax_q.set_ylim(bottom=0)
+        _clip_outside_peak(ax_q, series, t_ms, queue_kb)
         if math.isfinite(rate) and rate > 0:
             # kB -> µs at line rate: kB * 1e3 * 8 bit / (rate * 1e9 bit/s) * 1e6 = kB * 8 / rate
             sec = ax_q.secondary_yaxis(
@@ -142,6 +144,43 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
     if title:
         fig.suptitle(title, fontsize="large")
     return fig
+
+
+PEAK_CLIP_RATIO = 3.0
+"""The queue panel clips a peak outside the metrics window that exceeds this many times the
+largest queue inside it (see :func:`_clip_outside_peak`)."""
+
+
+def _clip_outside_peak(
+    ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray, queue_kb: np.ndarray
+) -> None:
+    """Scales the queue panel to the metrics window when a peak outside it (a start-up burst,
+    most often) is more than :data:`PEAK_CLIP_RATIO` times the window's largest queue, and
+    writes the clipped peak on the panel: the metrics describe the window, and the burst
+    would flatten it to the axis."""
+    w0, w1 = (float(x) * 1e3 for x in series["window_s"])
+    if not (math.isfinite(w0) and math.isfinite(w1) and w1 > w0) or not np.isfinite(queue_kb).any():
+        return
+    inside = (t_ms >= w0) & (t_ms <= w1) & np.isfinite(queue_kb)
+    if not inside.any():
+        return
+    window_max = float(queue_kb[inside].max())
+    peak_at = int(np.nanargmax(queue_kb))
+    peak = float(queue_kb[peak_at])
+    if window_max <= 0 or peak <= PEAK_CLIP_RATIO * window_max:
+        return
+    ax.set_ylim(0, window_max * 1.3)
+    ax.text(
+        0.01,
+        0.97,
+        f"clipped: {peak:,.0f} kB at {t_ms[peak_at]:.1f} ms, outside the metrics window",
+        transform=ax.transAxes,
+        ha="left",
+        va="top",
+        fontsize="x-small",
+        color="0.3",
+        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1.0},
+    )
 
 
 def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) -> None:
