@@ -10,7 +10,14 @@ import pytest
 from ccgym._errors import ScenarioError
 from ccgym.bench.pareto import HIGHER, LOWER, METRICS, compare, dominates, pareto_front, pareto_mask
 from ccgym.bench.runner import bundled_suites, load_suite, run_suite, suite_jobs
-from ccgym.bench.tables import build_rows, csv_text, load_published, markdown_table, paper_method
+from ccgym.bench.tables import (
+    build_rows,
+    csv_text,
+    load_published,
+    markdown_table,
+    paper_method,
+    rich_table,
+)
 
 # --------------------------------------------------------------------------- Pareto
 
@@ -192,6 +199,36 @@ def test_seed_spread() -> None:
     assert (row["SU"], row["SU_min"], row["SU_max"], row["seeds"]) == (94.0, 90.0, 98.0, 3)
     assert row["QL"] is None and row["pareto"]
     assert "94.0 (90.0–98.0)" in markdown_table([row])
+
+
+def test_terminal_table_fits_a_narrow_terminal() -> None:
+    """On a terminal an empty published column is left out; too wide for the terminal, the
+    table also drops the (min–max) over seeds, says so, and never cuts a method's name."""
+    from rich.console import Console
+
+    recs = [
+        {"label": "a long scenario label", "method": f"policy:method-{m}", "seed": i,
+         "metrics": {"SU": 90.0 + i, "FR": 50.0 + m, "jain": 0.9, "QL": 1.5 * i, "drops_mb": 0.0}}
+        for m in range(3)
+        for i in range(3)
+    ]  # fmt: skip
+    rows = build_rows(recs, published={})
+
+    def render(width: int) -> str:
+        console = Console(width=width, record=True)
+        console.print(rich_table(rows, "title", width=width))
+        return console.export_text()
+
+    wide = render(300)
+    assert "91.0 (90.0–92.0)" in wide and "min–max" not in wide
+    assert "paper SU / FR / QL" not in wide  # no row has published numbers
+    assert "paper SU / FR / QL" in markdown_table(rows)  # the file keeps the column
+    narrow = render(100)
+    assert "(90.0–92.0)" not in narrow and "paper SU" not in narrow
+    assert "min–max in table.md" in narrow
+    for m in range(3):
+        assert f"policy:method-{m}" in narrow
+    assert all(len(line) <= 100 for line in narrow.splitlines())
 
 
 def test_published_numbers_load() -> None:

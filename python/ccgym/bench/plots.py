@@ -96,8 +96,9 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
     ``series`` is what :func:`ccgym.bench.series.load_series` returns. The metrics window is
     shaded. The queue has a second axis in µs (the time the queue takes to drain at the
     bottleneck's line rate); a peak outside the window that dwarfs the window's queue is clipped
-    and written on the panel (:func:`_clip_outside_peak`). Up to 16 flows are drawn one line each; more as percentile bands
-    across flows (min-max, p10-p90, p25-p75), the median, the mean and flow 0 alone.
+    and written on the panel (:func:`_clip_outside_peak`). Up to 16 flows are drawn one line
+    each; more as percentile bands across flows (min-max, p10-p90, p25-p75), the median, the
+    mean and flow 0 alone.
     """
     fig = Figure(figsize=(8.0, 6.6), layout="constrained")
     ax_q, ax_r, ax_u = fig.subplots(3, 1, sharex=True)

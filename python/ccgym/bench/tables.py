@@ -405,13 +405,13 @@ def build_rows(
     return rows
 
 
-def _cell(row: Mapping[str, Any], key: str, spec: str) -> str:
+def _cell(row: Mapping[str, Any], key: str, spec: str, ranges: bool = True) -> str:
     mean = row.get(key)
     if mean is None:
         return "–"
     text = format(mean, spec)
     lo, hi = row.get(f"{key}_min"), row.get(f"{key}_max")
-    if row.get("seeds", 1) > 1 and lo is not None and hi is not None:
+    if ranges and row.get("seeds", 1) > 1 and lo is not None and hi is not None:
         text += f" ({format(lo, spec)}–{format(hi, spec)})"
     return text
 
@@ -426,9 +426,10 @@ def published_text(pub: Any) -> str:
 
 
 def table_cells(
-    rows: Sequence[Mapping[str, Any]], spec: TableSpec = STANDARD
+    rows: Sequence[Mapping[str, Any]], spec: TableSpec = STANDARD, ranges: bool = True
 ) -> tuple[list[str], list[list[str]]]:
-    """Header and string cells of the table (mean, and (min–max) over seeds when > 1)."""
+    """Header and string cells of the table (mean, and with ``ranges`` (min–max) over seeds
+    when > 1)."""
     header = ["scenario", "method", "seeds", *(t for _, t, _ in spec.columns), "Pareto"]
     header.append(spec.published_title)
     cells = []
@@ -438,7 +439,7 @@ def table_cells(
                 row["scenario"],
                 row["method"],
                 str(row["seeds"]),
-                *(_cell(row, key, fmt) for key, _, fmt in spec.columns),
+                *(_cell(row, key, fmt, ranges) for key, _, fmt in spec.columns),
                 PARETO_MARK if row.get("pareto") else "",
                 published_text(row.get("published")),
             ]
@@ -447,19 +448,55 @@ def table_cells(
 
 
 def rich_table(
-    rows: Sequence[Mapping[str, Any]], title: str = "", spec: TableSpec = STANDARD
+    rows: Sequence[Mapping[str, Any]],
+    title: str = "",
+    spec: TableSpec = STANDARD,
+    width: int | None = None,
 ) -> Any:
-    """The table as a :class:`rich.table.Table`; a rule between scenarios."""
+    """The table as a :class:`rich.table.Table`; a rule between scenarios.
+
+    With ``width`` (a terminal's), a table that would be wider drops the (min–max) over seeds
+    from its cells and says so in its caption, and an empty published column is left out, so
+    that each cell stays whole instead of being cut to "ho…"; the files keep everything.
+    """
+    from rich import box
+    from rich.console import Console
     from rich.table import Table
 
-    header, cells = table_cells(rows, spec)
-    table = Table(title=title or None, title_justify="left")
-    for i, col in enumerate(header):
-        table.add_column(col, justify="left" if i < 2 else "right", no_wrap=True)
-    for i, (row, line) in enumerate(zip(rows, cells, strict=True)):
-        if i and row["scenario"] != rows[i - 1]["scenario"]:
-            table.add_section()
-        table.add_row(*line, style="bold" if row.get("pareto") else None)
+    def build(ranges: bool) -> Any:
+        header, cells = table_cells(rows, spec, ranges)
+        keep = list(range(len(header)))
+        if width is not None and not any(line[-1] for line in cells):
+            keep.pop()  # no published numbers for any row
+        # Off the full width, the lighter frame (no rules between columns) saves a column's
+        # worth of characters every few columns.
+        frame = (
+            {} if ranges else {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True}
+        )
+        table = Table(title=title or None, title_justify="left", **frame)
+        for i in keep:
+            if i < 2:  # scenario and method name the row: never cut
+                widest = max([len(header[i]), *(len(line[i]) for line in cells)])
+                table.add_column(header[i], justify="left", no_wrap=True, min_width=widest)
+            else:  # a long header wraps at its spaces; a number or a word is never cut
+                words = max(len(w) for w in header[i].split()) if header[i].strip() else 1
+                widest = max([words, *(len(line[i]) for line in cells)])
+                table.add_column(
+                    header[i], justify="right", no_wrap=width is None, min_width=widest
+                )
+        for i, (row, line) in enumerate(zip(rows, cells, strict=True)):
+            if i and row["scenario"] != rows[i - 1]["scenario"]:
+                table.add_section()
+            table.add_row(*(line[k] for k in keep), style="bold" if row.get("pareto") else None)
+        return table
+
+    table = build(ranges=True)
+    if width is None or Console(width=10_000).measure(table).maximum <= width:
+        return table
+    table = build(ranges=False)
+    if any(row.get("seeds", 1) > 1 for row in rows):
+        table.caption = "means over seeds; min–max in table.md (the terminal is too narrow)"
+        table.caption_justify = "left"
     return table
 
 

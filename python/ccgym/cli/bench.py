@@ -89,7 +89,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = build_rows(records, spec=spec)
     title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
     out = stdout()
-    out.print(rich_table(rows, title, spec))
+    out.print(rich_table(rows, title, spec, width=out.width if out.is_terminal else None))
     if spec.notes is not None:  # e.g. the ACC validity checks
         for note in spec.notes(rows):
             out.print(note, highlight=False, soft_wrap=True)

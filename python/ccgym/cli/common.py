@@ -251,7 +251,8 @@ def stdout() -> Console:
     from rich.console import Console
 
     console = Console()
-    return console if console.is_terminal else Console(width=200)
+    # Off a terminal nothing limits the width: a wide table is printed whole, not cut at 200.
+    return console if console.is_terminal else Console(width=1000)
 
 
 def positive_int(text: str) -> int:
