@@ -30,6 +30,7 @@ from ccgym.bench.series import (
     RATE_PERCENTILES,
     compact_series,
     force_flow_series,
+    heavy_flows,
     load_series,
     save_series,
     series_path,
@@ -154,6 +155,32 @@ def test_compact_series_many_flows() -> None:
     assert len(ids) == MAX_SAMPLED_FLOWS and ids[0] == 0 and ids[-1] == 39
     # flow 39 (39 % 4 == 3) is active only at the last sample: NaN before
     assert np.isnan(s["flow_sample_gbps"][:3, -1]).all() and s["flow_sample_gbps"][3, -1] == 42
+
+
+def test_heavy_flows_are_sampled_and_drawn() -> None:
+    """Four large flows weighted 1:1:2:4 among 2,000 small ones: all four are kept whatever
+    their ids, found heavy with their shares, and drawn on their own lines; among 40 flows of
+    similar size none is heavy."""
+    times = [1e-4 * (k + 1) for k in range(6)]
+    large = {777: 1.0, 1234: 1.0, 1500: 2.0, 1999: 4.0}  # Gb/s
+    rows = [
+        (t, j, large.get(j, 0.001)) for t in times for j in range(2_000)
+    ]  # every flow active at every sample
+    res = _fake_result(2_000, times)
+    res.series["flows"] = pd.DataFrame(rows, columns=["time_s", "flow_id", "rate_gbps"])
+    s = compact_series(res)
+    ids = list(s["flow_sample_ids"])
+    assert len(ids) <= MAX_SAMPLED_FLOWS and set(large) <= set(ids) and ids[0] == 0
+    total = 8.0 + 1996 * 0.001
+    found = {fid: share for _, fid, share in heavy_flows(s)}
+    assert list(found) == [1999, 1500, 777, 1234]  # largest first (ties: lower column first)
+    for fid, share in found.items():
+        assert share == pytest.approx(large[fid] / total, rel=1e-4)
+    ax = run_figure(s).axes[1]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "flow 1999 (40 %)" in labels and "flow 777 (10 %)" in labels
+    assert "flow 0" not in labels
+    assert heavy_flows(compact_series(_fake_result(40, times))) == []
 
 
 def test_compact_series_without_flow_table() -> None:

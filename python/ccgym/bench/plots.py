@@ -20,6 +20,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from ccgym.bench.series import heavy_flows
+
 DPI = 90
 """Resolution of the report's PNGs: sharp on screen, about 20-30 kB per run figure."""
 PNG_COLORS = 128
@@ -184,6 +186,11 @@ def _clip_outside_peak(
     )
 
 
+_HEAVY_COLORS = ("tab:orange", "tab:red", "tab:green", "tab:purple", "tab:brown", "tab:pink",
+                 "tab:olive", "tab:cyan")  # fmt: skip
+"""Line colours of the heavy flows, apart from the blue bands."""
+
+
 def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) -> None:
     count = int(series["flow_count"])
     sample = np.asarray(series["flow_sample_gbps"], dtype=float)
@@ -217,7 +224,14 @@ def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) ->
             ax.plot(t_ms, pct[:, col[50.0]], color="navy", linewidth=1.0, label="median")
         mean = np.asarray(series["flow_rate_mean"], dtype=float)
         ax.plot(t_ms, mean, color="black", linewidth=0.9, linestyle="--", label="mean")
-        if len(ids) and ids[0] == 0:
+        heavy = heavy_flows(series)
+        if heavy:
+            # Flows that carried a large share of the bytes (a weighted experiment's large
+            # flows, long-short's long flow) are the story: each gets its own line.
+            for (j, fid, share), color in zip(heavy, _HEAVY_COLORS, strict=False):
+                label = f"flow {fid} ({share * 100:.0f} %)"
+                ax.plot(t_ms, sample[:, j], color=color, linewidth=0.9, label=label)
+        elif len(ids) and ids[0] == 0:
             # One flow's own trace shows what the bands hide (oscillation, starvation); flow 0
             # is the first workload's first flow: long-short's long flow, a sender in incast.
             ax.plot(t_ms, sample[:, 0], color="tab:orange", linewidth=0.8, label="flow 0")
@@ -227,6 +241,13 @@ def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) ->
             fontsize="medium",
             loc="left",
         )
+        drawn = [pct, sample[:, [j for j, _, _ in heavy]] if heavy else sample[:, :1]]
+        top = max(
+            (float(np.nanmax(a)) for a in drawn if a.size and np.isfinite(a).any()), default=0
+        )
+        if top > 0:
+            ax.set_ylim(0, top * 1.4)  # room for the legend above the lines
+            return
     ax.set_ylim(bottom=0)
 
 

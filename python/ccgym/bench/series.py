@@ -19,7 +19,8 @@ array                       shape, unit         meaning
 ``flow_percentiles``        (P,) %              the percentiles of ``flow_rate_pct``
 ``flow_rate_pct``           (T, P) Gb/s         percentiles of the rates across active flows
 ``flow_rate_mean``          (T,) Gb/s           mean rate across active flows
-``flow_sample_ids``         (K,)                up to :data:`MAX_SAMPLED_FLOWS` flow ids
+``flow_sample_ids``         (K,)                up to :data:`MAX_SAMPLED_FLOWS` flow ids (the
+                                                heavy flows, then ids evenly spread)
 ``flow_sample_gbps``        (T, K) Gb/s         their rates (NaN while a flow is not active)
 ==========================  ==================  ==============================================
 
@@ -89,6 +90,55 @@ def _row_percentiles(dense: np.ndarray, percentiles: tuple[float, ...]) -> np.nd
     return out
 
 
+HEAVY_SHARE = 0.05
+"""A flow that carried at least this share of all the bytes delivered, and at least
+:data:`HEAVY_OVER_EQUAL` times an equal share, is "heavy": it is always among the sampled
+flows, and the report draws it on its own (:func:`heavy_flows`)."""
+HEAVY_OVER_EQUAL = 10.0
+"""How many times an equal share (1 / flows) a heavy flow carries at least: among 40 similar
+flows none is heavy, among 5,000 small flows a large one is."""
+MAX_HEAVY_FLOWS = 8
+"""At most this many heavy flows, the largest first."""
+
+
+def _sample_flows(dense: np.ndarray) -> np.ndarray:
+    """The flows whose own rate series is kept when there are more than
+    :data:`MAX_SAMPLED_FLOWS`: the heavy ones (a weighted experiment's large flows among
+    thousands of small ones), then flow ids evenly spread, first and last included (flows are
+    numbered in workload order, so every workload is seen, e.g. long-short's long flow, id 0)."""
+    n_flows = dense.shape[1]
+    carried = np.nansum(dense, axis=0, dtype=np.float64)
+    total = float(carried.sum())
+    heavy: set[int] = set()
+    if total > 0:
+        floor = total * max(HEAVY_SHARE, HEAVY_OVER_EQUAL / n_flows)
+        order = np.argsort(-carried, kind="stable")[:MAX_HEAVY_FLOWS]
+        heavy = {int(f) for f in order if carried[f] >= floor}
+    spread = np.linspace(0, n_flows - 1, MAX_SAMPLED_FLOWS - len(heavy)).round()
+    return np.asarray(sorted(heavy | {int(f) for f in spread}), dtype=np.int64)
+
+
+def heavy_flows(series: Mapping[str, np.ndarray]) -> list[tuple[int, int, float]]:
+    """The sampled flows of ``series`` that are heavy (:data:`HEAVY_SHARE`,
+    :data:`HEAVY_OVER_EQUAL`), as ``(column in flow_sample_gbps, flow id, share)``, largest
+    first (at most :data:`MAX_HEAVY_FLOWS`). The total comes from the mean rate across the
+    active flows times their number, so it counts every flow, not only the sampled ones."""
+    sample = np.asarray(series["flow_sample_gbps"], dtype=np.float64)
+    mean = np.asarray(series["flow_rate_mean"], dtype=np.float64)
+    active = np.asarray(series["flow_active"], dtype=np.float64)
+    if sample.ndim != 2 or sample.shape[0] == 0 or sample.shape[0] != len(mean):
+        return []
+    total = float(np.nansum(mean * active))
+    if total <= 0:
+        return []
+    carried = np.nansum(sample, axis=0)
+    ids = np.asarray(series["flow_sample_ids"])
+    floor = max(HEAVY_SHARE, HEAVY_OVER_EQUAL / max(int(series["flow_count"]), 1))
+    found = [(j, int(ids[j]), float(carried[j]) / total) for j in range(sample.shape[1])]
+    found = [f for f in found if f[2] >= floor]
+    return sorted(found, key=lambda f: -f[2])[:MAX_HEAVY_FLOWS]
+
+
 def compact_series(result: Any) -> dict[str, np.ndarray]:
     """Reduce a :class:`ccgym.Result` to the arrays described in the module docstring."""
     summary: Mapping[str, Any] = result.summary
@@ -134,10 +184,7 @@ def compact_series(result: Any) -> dict[str, np.ndarray]:
         if n_flows <= MAX_SAMPLED_FLOWS:
             sample_ids = np.arange(n_flows, dtype=np.int64)
         else:
-            # Evenly spread over flow ids, first and last included: flows are numbered in
-            # workload order, so every workload (e.g. long-short's long flow, id 0) is seen.
-            sample_ids = np.unique(np.linspace(0, n_flows - 1, MAX_SAMPLED_FLOWS).round())
-            sample_ids = sample_ids.astype(np.int64)
+            sample_ids = _sample_flows(dense)
         sample = dense[:, sample_ids].copy()
         del dense
     else:
