@@ -183,6 +183,23 @@ def test_heavy_flows_are_sampled_and_drawn() -> None:
     assert heavy_flows(compact_series(_fake_result(40, times))) == []
 
 
+def test_run_caption_shows_the_suites_own_metrics() -> None:
+    """A weighted run's caption gives its shares, not the standard SU / FR / QL."""
+    from ccgym.bench.report import _run_caption
+    from ccgym.bench.tables import table_spec
+
+    rec = {
+        "key": "k1",
+        "seed": 2,
+        "metrics": {"SU": 96.1, "FR": 7.7, "QL": 35.1, "drops_mb": 24.0, "s1": 0.973, "s4": 4.055},
+    }
+    standard = _run_caption(rec)
+    assert standard.startswith("seed 2: SU 96.1 %, FR 7.7 %, QL 35.10 µs, drops 24.00 MB; ")
+    weighted = _run_caption(rec, table_spec("weighted-shares"))
+    assert weighted.startswith("seed 2: share 1 0.973, share 4 4.055; ")
+    assert "FR" not in weighted and 'href="runs/k1.json"' in weighted
+
+
 def test_compact_series_without_flow_table() -> None:
     s = compact_series(_fake_result(4000, [1e-4, 2e-4], with_flows=False))
     assert s["flow_sample_gbps"].shape == (0, 0) and s["flow_rate_pct"].shape[0] == 0

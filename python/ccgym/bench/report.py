@@ -36,6 +36,7 @@ from ccgym.bench.runner import RunStats, _load_cached, code_version, progress_ba
 from ccgym.bench.series import load_series, series_path
 from ccgym.bench.tables import (
     PARETO_MARK,
+    STANDARD,
     TableSpec,
     build_rows,
     table_cells,
@@ -179,14 +180,22 @@ def _facts(
     return '<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
 
 
-def _run_caption(rec: Mapping[str, Any]) -> str:
+def _run_caption(rec: Mapping[str, Any], spec: TableSpec = STANDARD) -> str:
+    """One run's seed, the metrics its suite's table shows, and its cache record."""
     m = rec.get("metrics") or {}
     key = html.escape(str(rec["key"]))
-    return (
-        f"seed {rec['seed']}: SU {_fmt(m.get('SU'), '.1f')} %, FR {_fmt(m.get('FR'), '.1f')} %, "
-        f"QL {_fmt(m.get('QL'), '.2f')} µs, drops {_fmt(m.get('drops_mb'), '.2f')} MB; "
-        f'<a href="runs/{key}.json">runs/{key}.json</a>'
-    )
+    if spec.name == STANDARD.name:
+        metrics = (
+            f"SU {_fmt(m.get('SU'), '.1f')} %, FR {_fmt(m.get('FR'), '.1f')} %, "
+            f"QL {_fmt(m.get('QL'), '.2f')} µs, drops {_fmt(m.get('drops_mb'), '.2f')} MB"
+        )
+    else:  # the suite's own columns (a weighted run's shares, not its fairness)
+        metrics = ", ".join(
+            f"{html.escape(title)} {_fmt(m.get(k), fmt)}"
+            for k, title, fmt in spec.columns
+            if k in m
+        )
+    return f'seed {rec["seed"]}: {metrics}; <a href="runs/{key}.json">runs/{key}.json</a>'
 
 
 def _directions(spec: TableSpec) -> str:
@@ -294,7 +303,7 @@ def write_report(
                     )
                 else:
                     body = _img(figure_png(run_figure(series, name)), name)
-                caption = f"<b>{html.escape(method)}</b>, {_run_caption(rec)}"
+                caption = f"<b>{html.escape(method)}</b>, {_run_caption(rec, spec)}"
                 figs.append(f"<figure>{body}<figcaption>{caption}</figcaption></figure>")
                 if step:
                     step(name)
