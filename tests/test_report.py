@@ -198,6 +198,9 @@ def test_run_caption_shows_the_suites_own_metrics() -> None:
     weighted = _run_caption(rec, table_spec("weighted-shares"))
     assert weighted.startswith("seed 2: share 1 0.973, share 4 4.055; ")
     assert "FR" not in weighted and 'href="runs/k1.json"' in weighted
+    # A suite table none of whose columns the run has: the standard metrics, not nothing.
+    bare = {**rec, "metrics": {"SU": 96.1}}
+    assert _run_caption(bare, table_spec("weighted-shares")).startswith("seed 2: SU 96.1 %, FR –")
 
 
 def test_compact_series_without_flow_table() -> None:

@@ -184,17 +184,14 @@ def _run_caption(rec: Mapping[str, Any], spec: TableSpec = STANDARD) -> str:
     """One run's seed, the metrics its suite's table shows, and its cache record."""
     m = rec.get("metrics") or {}
     key = html.escape(str(rec["key"]))
-    if spec.name == STANDARD.name:
+    own = [(k, title, fmt) for k, title, fmt in spec.columns if k in m]
+    if spec.name == STANDARD.name or not own:
         metrics = (
             f"SU {_fmt(m.get('SU'), '.1f')} %, FR {_fmt(m.get('FR'), '.1f')} %, "
             f"QL {_fmt(m.get('QL'), '.2f')} µs, drops {_fmt(m.get('drops_mb'), '.2f')} MB"
         )
     else:  # the suite's own columns (a weighted run's shares, not its fairness)
-        metrics = ", ".join(
-            f"{html.escape(title)} {_fmt(m.get(k), fmt)}"
-            for k, title, fmt in spec.columns
-            if k in m
-        )
+        metrics = ", ".join(f"{html.escape(title)} {_fmt(m.get(k), fmt)}" for k, title, fmt in own)
     return f'seed {rec["seed"]}: {metrics}; <a href="runs/{key}.json">runs/{key}.json</a>'
 
 
