@@ -108,7 +108,7 @@ def trace_figure(records: Sequence[Mapping[str, Any]], title: str) -> Any:
     with the optimum's utility; one line style per method."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10, 3.6))
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
     ax_s, ax_u = fig.subplots(1, 2)
     styles = ["-", "--", ":", "-."]
     colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
@@ -138,11 +138,12 @@ def trace_figure(records: Sequence[Mapping[str, Any]], title: str) -> Any:
     ax_s.set_xlabel("time (ms)")
     ax_s.set_ylabel("class share of the measured rate")
     ax_s.set_title("shares (thick: exact optimum)", fontsize=9)
-    ax_s.legend(fontsize=6, ncol=2)
+    # Below the axes: the shares cover the whole panel, and any corner hid one of them.
+    ax_s.legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     ax_u.set_xlabel("time (ms)")
     ax_u.set_ylabel("total utility")
     ax_u.set_title("total utility per decision slot", fontsize=9)
-    ax_u.legend(fontsize=7)
+    ax_u.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     lo = min((min(r["hopass"]["slots"]["optimum"]) for r in records if r.get("hopass")), default=0)
     hi = max((max(r["hopass"]["slots"]["optimum"]) for r in records if r.get("hopass")), default=1)
     span = max(abs(hi - lo), abs(hi) * 0.2, 1e-9)
