@@ -149,7 +149,6 @@ def trace_figure(records: Sequence[Mapping[str, Any]], title: str) -> Any:
     span = max(abs(hi - lo), abs(hi) * 0.2, 1e-9)
     ax_u.set_ylim(lo - span, hi + span * 0.2)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     return fig
 
 
