@@ -203,6 +203,19 @@ def test_run_caption_shows_the_suites_own_metrics() -> None:
     assert _run_caption(bare, table_spec("weighted-shares")).startswith("seed 2: SU 96.1 %, FR –")
 
 
+def test_results_table_leaves_out_an_empty_paper_column() -> None:
+    """The HTML table has the paper column only when some row has published numbers."""
+    from ccgym.bench.report import _table_html
+    from ccgym.bench.tables import STANDARD
+
+    recs = [{"label": "s", "method": m, "seed": 1, "metrics": {"SU": 90.0}} for m in "ab"]
+    rows = build_rows(recs, published={})
+    assert "paper SU / FR / QL" not in _table_html(rows, STANDARD)
+    rows[0]["published"] = [92.0, 95.0, 8.0]
+    page = _table_html(rows, STANDARD)
+    assert "paper SU / FR / QL" in page and '<td class="paper">92 / 95 / 8</td>' in page
+
+
 def test_compact_series_without_flow_table() -> None:
     s = compact_series(_fake_result(4000, [1e-4, 2e-4], with_flows=False))
     assert s["flow_sample_gbps"].shape == (0, 0) and s["flow_rate_pct"].shape[0] == 0

@@ -115,6 +115,9 @@ def _fmt(x: Any, spec: str) -> str:
 
 def _table_html(rows: Sequence[Mapping[str, Any]], spec: TableSpec) -> str:
     header, cells = table_cells(rows, spec)
+    has_paper = any(line[-1] for line in cells)
+    if not has_paper:  # no row has published numbers: the note under the table says why
+        header, cells = header[:-1], [line[:-1] for line in cells]
     out = ['<div class="wide"><table class="bench">', "<thead><tr>"]
     out += [
         f'<th class="{"l" if i < 2 else ""}">{html.escape(h)}</th>' for i, h in enumerate(header)
@@ -132,7 +135,7 @@ def _table_html(rows: Sequence[Mapping[str, Any]], spec: TableSpec) -> str:
         )
         tds = []
         for j, c in enumerate(line):
-            cls = "l" if j < 2 else ("paper" if j == len(line) - 1 else "")
+            cls = "l" if j < 2 else ("paper" if has_paper and j == len(line) - 1 else "")
             tds.append(f'<td class="{cls}">{html.escape(c)}</td>')
         out.append(f"<tr{attrs}>{''.join(tds)}</tr>")
     out.append("</tbody></table></div>")
