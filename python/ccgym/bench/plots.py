@@ -93,7 +93,8 @@ def _note(ax: Any, text: str) -> None:
 
 
 def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
-    """Three panels over time: bottleneck queue, per-flow rates, bottleneck utilisation.
+    """Three panels over time: bottleneck queue, per-flow rates, bottleneck utilisation (two
+    when the run recorded no per-flow rates).
 
     ``series`` is what :func:`ccgym.bench.series.load_series` returns. The metrics window is
     shaded. The queue has a second axis in µs (the time the queue takes to drain at the
@@ -102,19 +103,30 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
     each; more as percentile bands across flows (min-max, p10-p90, p25-p75), the median, the
     mean and flow 0 alone.
     """
-    fig = Figure(figsize=(8.0, 6.6), layout="constrained")
-    ax_q, ax_r, ax_u = fig.subplots(3, 1, sharex=True)
     t_ms = np.asarray(series["time_s"], dtype=float) * 1e3
+    # A suite that does not record per-flow rates (metrics.flow_series = false) gets no empty
+    # panel for them: the queue and the utilisation only, with a note in the queue's title.
+    rates = np.asarray(series["flow_sample_gbps"]).shape[0] == len(t_ms) > 0
+    if rates:
+        fig = Figure(figsize=(8.0, 6.6), layout="constrained")
+        ax_q, ax_r, ax_u = fig.subplots(3, 1, sharex=True)
+    else:
+        fig = Figure(figsize=(8.0, 4.6), layout="constrained")
+        ax_q, ax_u = fig.subplots(2, 1, sharex=True)
+        ax_r = None
     port = str(series["bottleneck_port"])
     rate = float(series["bottleneck_rate_gbps"])
     for ax in (ax_q, ax_r, ax_u):
+        if ax is None:
+            continue
         _shade_window(ax, series, label=ax is ax_q)
         ax.grid(True, color="0.85", linewidth=0.6)
 
     queue_kb = np.asarray(series["queue_bytes"], dtype=float) / 1e3
     if port and len(t_ms):
         ax_q.plot(t_ms, queue_kb, color=_LINE_COLOR, linewidth=1.0, label="queue")
-        ax_q.set_title(f"bottleneck {port}: queue length", fontsize="medium", loc="left")
+        note = "" if rates else " (per-flow rates not recorded: metrics.flow_series = false)"
+        ax_q.set_title(f"bottleneck {port}: queue length{note}", fontsize="medium", loc="left")
         ax_q.set_ylim(bottom=0)
         _clip_outside_peak(ax_q, series, t_ms, queue_kb)
         if math.isfinite(rate) and rate > 0:
@@ -128,7 +140,8 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
         _note(ax_q, "no switch port transmitted: no bottleneck")
     ax_q.set_ylabel("queue (kB)")
 
-    _rates_panel(ax_r, series, t_ms)
+    if ax_r is not None:
+        _rates_panel(ax_r, series, t_ms)
 
     if port and len(t_ms) and math.isfinite(rate) and rate > 0:
         util = np.asarray(series["tx_gbps"], dtype=float) / rate * 100.0
@@ -195,10 +208,7 @@ def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) ->
     count = int(series["flow_count"])
     sample = np.asarray(series["flow_sample_gbps"], dtype=float)
     ids = np.asarray(series["flow_sample_ids"])
-    ax.set_ylabel("rate (Gb/s)")
-    if sample.shape[0] == 0 or sample.shape[0] != len(t_ms):
-        _note(ax, "per-flow rates not recorded (metrics.flow_series = false)")
-        return
+    ax.set_ylabel("rate (Gb/s)")  # run_figure calls this only with a rate per sample
     if count <= len(ids):
         for j, fid in enumerate(ids):
             ax.plot(t_ms, sample[:, j], linewidth=0.9, label=f"flow {fid}")
