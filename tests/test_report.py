@@ -216,6 +216,24 @@ def test_results_table_leaves_out_an_empty_paper_column() -> None:
     assert "paper SU / FR / QL" in page and '<td class="paper">92 / 95 / 8</td>' in page
 
 
+def test_run_figure_of_a_slow_link_uses_mb_and_ms() -> None:
+    """A WAN trace's 0.57 Mb/s bottleneck: rates in Mb/s and the drain time in ms, not
+    0.000569 Gb/s and 280,000 µs."""
+    times = [1e-3 * (k + 1) for k in range(4)]
+    s = compact_series(_fake_result(3, times))
+    s = {**s, "bottleneck_rate_gbps": np.asarray(0.0005695),
+         "flow_sample_gbps": s["flow_sample_gbps"] * 1e-4,
+         "queue_bytes": np.full(len(times), 20_000.0)}  # fmt: skip
+    fig = run_figure(s)
+    ax_q, ax_r, ax_u = fig.axes[:3]
+    assert ax_r.get_ylabel() == "rate (Mb/s)"
+    assert ax_u.get_title(loc="left").endswith("utilisation of 0.5695 Mb/s")
+    assert [a.get_ylabel() for a in ax_q.child_axes] == ["drain time (ms)"]
+    fast = run_figure(compact_series(_fake_result(3, times))).axes
+    assert fast[1].get_ylabel() == "rate (Gb/s)"
+    assert [a.get_ylabel() for a in fast[0].child_axes] == ["drain time (µs)"]
+
+
 def test_compact_series_without_flow_table() -> None:
     s = compact_series(_fake_result(4000, [1e-4, 2e-4], with_flows=False))
     assert s["flow_sample_gbps"].shape == (0, 0) and s["flow_rate_pct"].shape[0] == 0

@@ -130,18 +130,26 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
         ax_q.set_ylim(bottom=0)
         _clip_outside_peak(ax_q, series, t_ms, queue_kb)
         if math.isfinite(rate) and rate > 0:
-            # kB -> µs at line rate: kB * 1e3 * 8 bit / (rate * 1e9 bit/s) * 1e6 = kB * 8 / rate
+            # kB -> µs at line rate: kB * 1e3 * 8 bit / (rate * 1e9 bit/s) * 1e6 = kB * 8 / rate;
+            # in ms where a slow link's queue takes that long (a WAN trace: seconds).
+            worst_us = float(np.nanmax(queue_kb)) * 8.0 / rate if np.isfinite(queue_kb).any() else 0
+            unit, per = ("ms", 1e3) if worst_us >= 10_000 else ("µs", 1.0)
             sec = ax_q.secondary_yaxis(
-                "right", functions=(lambda kb: kb * 8.0 / rate, lambda us: us * rate / 8.0)
+                "right",
+                functions=(lambda kb: kb * 8.0 / rate / per, lambda t: t * per * rate / 8.0),
             )
-            sec.set_ylabel("drain time (µs)")
+            sec.set_ylabel(f"drain time ({unit})")
         ax_q.legend(loc="upper right", fontsize="x-small")
     else:
         _note(ax_q, "no switch port transmitted: no bottleneck")
     ax_q.set_ylabel("queue (kB)")
 
+    # Rates in Mb/s where the bottleneck (or, without one, every flow) runs below 1 Gb/s: a WAN
+    # trace's 0.57 Mb/s reads badly as 0.000569 Gb/s.
+    fastest = rate if math.isfinite(rate) and rate > 0 else _largest_rate(series)
+    rate_unit, per_gbps = ("Mb/s", 1e3) if 0 < fastest < 1 else ("Gb/s", 1.0)
     if ax_r is not None:
-        _rates_panel(ax_r, series, t_ms)
+        _rates_panel(ax_r, series, t_ms, rate_unit, per_gbps)
 
     if port and len(t_ms) and math.isfinite(rate) and rate > 0:
         util = np.asarray(series["tx_gbps"], dtype=float) / rate * 100.0
@@ -149,7 +157,9 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
         top = np.nanmax(util) if np.isfinite(util).any() else 100.0
         ax_u.set_ylim(0, max(105.0, top * 1.05))
         ax_u.set_title(
-            f"bottleneck {port}: utilisation of {rate:g} Gb/s", fontsize="medium", loc="left"
+            f"bottleneck {port}: utilisation of {rate * per_gbps:.4g} {rate_unit}",
+            fontsize="medium",
+            loc="left",
         )
     else:
         _note(ax_u, "no bottleneck utilisation")
@@ -204,11 +214,23 @@ _HEAVY_COLORS = ("tab:orange", "tab:red", "tab:green", "tab:purple", "tab:brown"
 """Line colours of the heavy flows, apart from the blue bands."""
 
 
-def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) -> None:
-    count = int(series["flow_count"])
+def _largest_rate(series: Mapping[str, np.ndarray]) -> float:
+    """The largest per-flow rate sampled (Gb/s), 0 without any."""
     sample = np.asarray(series["flow_sample_gbps"], dtype=float)
+    return float(np.nanmax(sample)) if sample.size and np.isfinite(sample).any() else 0.0
+
+
+def _rates_panel(
+    ax: Any,
+    series: Mapping[str, np.ndarray],
+    t_ms: np.ndarray,
+    unit: str = "Gb/s",
+    per_gbps: float = 1.0,
+) -> None:
+    count = int(series["flow_count"])
+    sample = np.asarray(series["flow_sample_gbps"], dtype=float) * per_gbps
     ids = np.asarray(series["flow_sample_ids"])
-    ax.set_ylabel("rate (Gb/s)")  # run_figure calls this only with a rate per sample
+    ax.set_ylabel(f"rate ({unit})")  # run_figure calls this only with a rate per sample
     if count <= len(ids):
         for j, fid in enumerate(ids):
             ax.plot(t_ms, sample[:, j], linewidth=0.9, label=f"flow {fid}")
@@ -220,7 +242,7 @@ def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) ->
             loc="left",
         )
     else:
-        pct = np.asarray(series["flow_rate_pct"], dtype=float)
+        pct = np.asarray(series["flow_rate_pct"], dtype=float) * per_gbps
         col = {float(p): j for j, p in enumerate(series["flow_percentiles"])}
         bands = ((0.0, 100.0, 0.15, "min–max"), (10.0, 90.0, 0.3, "p10–p90"))
         bands += ((25.0, 75.0, 0.5, "p25–p75"),)
@@ -232,7 +254,7 @@ def _rates_panel(ax: Any, series: Mapping[str, np.ndarray], t_ms: np.ndarray) ->
                 )
         if 50.0 in col:
             ax.plot(t_ms, pct[:, col[50.0]], color="navy", linewidth=1.0, label="median")
-        mean = np.asarray(series["flow_rate_mean"], dtype=float)
+        mean = np.asarray(series["flow_rate_mean"], dtype=float) * per_gbps
         ax.plot(t_ms, mean, color="black", linewidth=0.9, linestyle="--", label="mean")
         heavy = heavy_flows(series)
         if heavy:
