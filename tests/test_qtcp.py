@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from ccgym.bench.qtcp import report_section as qtcp_report_section
+from ccgym.bench.qtcp import trace_figure
 from ccgym.qtcp import (
     QTCP,
     QTCP_AIMD,
@@ -404,3 +405,27 @@ def test_qtcp_suite_jobs_score_learnt_and_classic_methods_per_phase() -> None:
     assert html.count("<img") == 2 and "scaled · qtcp-aimd · seed 1" in html
     data, _ = load_scenario("qtcp-fixed")
     assert run_key(data, "qtcp", 1, "qtcp") != run_key(data, "newreno", 1, "qtcp")
+
+
+def test_trace_figure_cuts_the_slow_start_peak() -> None:
+    """A slow start to 30,000 packets, then windows of 200-600: the window axis follows the
+    windows after the peak (and says it is cut), the rates likewise; the figure's title is the
+    run's, not a panel's."""
+    n = 200
+    t = [float(i) for i in range(n)]
+    w0 = [30_000.0 if i == 20 else (100.0 * i if i < 20 else 200.0) for i in range(n)]
+    w1 = [600.0 if i > 20 else 50.0 * i for i in range(n)]
+    rates = {"0": [400.0 if i == 20 else 15.0 for i in range(n)], "1": [25.0] * n}
+    tr = {"t_s": t, "cwnd_pk": {"0": w0, "1": w1}, "thr_mbps": rates, "queue_pk": [50.0] * n,
+          "jain_t_s": [10.0, 20.0], "jain": [1.0, 0.9]}  # fmt: skip
+    fig = trace_figure({"traces": tr}, "2 senders · qtcp · seed 1")
+    ax_w, ax_r = fig.axes[:2]
+    assert fig.get_suptitle() == "2 senders · qtcp · seed 1"
+    assert ax_w.get_ylim() == pytest.approx((0.0, 750.0))  # 1.25 x the windows after the peak
+    assert "axis cut at 750" in ax_w.get_title(loc="left")
+    assert ax_r.get_ylim() == pytest.approx((0.0, 31.25))
+    assert "axis cut at 31" in ax_r.get_title(loc="left")
+    flat = trace_figure(
+        {"traces": {**tr, "cwnd_pk": {"0": [200.0] * n}, "thr_mbps": {"0": [9.0] * n}}}
+    )
+    assert "cut" not in flat.axes[0].get_title(loc="left") and flat.axes[0].get_ylim()[0] == 0.0

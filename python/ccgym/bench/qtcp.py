@@ -139,6 +139,25 @@ def traces(result: Result, log: Mapping[str, np.ndarray] | None = None) -> dict[
     return out
 
 
+def _cut_after_peak(ax: Any, values: np.ndarray) -> str:
+    """Scales ``ax`` (from 0) to the per-flow ``values`` (flows x samples) after their highest
+    peak, when that peak would flatten them: a slow start's overshoot and the windows NewReno's
+    recovery inflates after it reach thousands of packets (and a burst hundreds of Mb/s) for a
+    few seconds, and scaled to them the learnt windows would be a flat line at the bottom.
+    Returns the note for the panel's title ("" when nothing is cut)."""
+    ax.set_ylim(bottom=0)
+    if not np.isfinite(values).any():
+        return ""
+    peak = int(np.nanargmax(np.nanmax(values, axis=0)))
+    later = values[:, peak + 1 :]
+    basis = later if np.isfinite(later).sum() >= 10 else values
+    top = max(1.25 * float(np.nanpercentile(basis, 95)), 1.0)
+    if np.nanmax(values) <= top:
+        return ""
+    ax.set_ylim(0, top)
+    return f" (axis cut at {top:.0f}: slow start and its recovery go beyond)"
+
+
 def trace_figure(rec: Mapping[str, Any], title: str = "") -> Any:
     """The QTCP-AIMD paper's figures for one run record (its ``traces``): each flow's window,
     each flow's throughput, the bottleneck queue and Jain's index over time, stacked on one
@@ -157,20 +176,13 @@ def trace_figure(rec: Mapping[str, Any], title: str = "") -> Any:
         ax.grid(True, color="0.85", linewidth=0.6)
     cwnd = tr.get("cwnd_pk")
     if cwnd:
-        every = np.concatenate([arr(v) for v in cwnd.values()])
+        windows = np.vstack([arr(v) for v in cwnd.values()])  # (flows, T)
         for f, v in cwnd.items():
             ax_w.plot(t, arr(v), linewidth=0.9, label=f"flow {f}")
         ax_w.legend(loc="upper right", fontsize="x-small", ncols=4)
-        title = "window of each flow"
-        if np.isfinite(every).any():
-            # A slow start's overshoot and the windows NewReno's recovery inflates after it
-            # reach thousands of packets for a few seconds; scaled to them, the learnt windows
-            # would be a flat line at the bottom.
-            top = 1.25 * float(np.nanpercentile(every, 98))
-            ax_w.set_ylim(0, max(top, 1.0))
-            if np.nanmax(every) > top:
-                title += f" (axis cut at {top:.0f}: recovery after slow start goes beyond)"
-        ax_w.set_title(title, fontsize="medium", loc="left")
+        ax_w.set_title(
+            "window of each flow" + _cut_after_peak(ax_w, windows), fontsize="medium", loc="left"
+        )
     else:
         ax_w.text(
             0.5, 0.5, "window not sampled for classic CCs (rates below)",
@@ -179,9 +191,10 @@ def trace_figure(rec: Mapping[str, Any], title: str = "") -> Any:
     ax_w.set_ylabel("cwnd (packets)")
     for f, v in tr["thr_mbps"].items():
         ax_r.plot(t, arr(v), linewidth=0.9, label=f"flow {f}")
-    ax_r.set_ylim(bottom=0)
+    rates = np.vstack([arr(v) for v in tr["thr_mbps"].values()]) if tr["thr_mbps"] else None
+    cut = _cut_after_peak(ax_r, rates) if rates is not None else ""
     ax_r.set_ylabel("throughput (Mb/s)")
-    ax_r.set_title("delivery rate of each flow", fontsize="medium", loc="left")
+    ax_r.set_title("delivery rate of each flow" + cut, fontsize="medium", loc="left")
     ax_q.plot(t, arr(tr["queue_pk"]), color="tab:blue", linewidth=0.9)
     ax_q.set_ylim(bottom=0)
     ax_q.set_ylabel("queue (packets)")
