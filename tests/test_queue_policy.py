@@ -283,7 +283,10 @@ def test_tier_series_and_figure_follow_the_log(policy_file: Path) -> None:
     assert port_group("edge12->h3") == "edge"
     by_link = tier_series(tables, by="link")
     assert list(by_link["groups"]) == ["sw->h"]
-    png = figure_png(ecn_figure(tiers, "test"))
+    fig = ecn_figure(tiers, "test")
+    # Queue (a few kB) and thresholds (up to MBs) on one log axis, linear below 1 kB.
+    assert fig.axes[0].get_yscale() == "symlog" and fig.axes[0].get_ylabel() == "kB (log scale)"
+    png = figure_png(fig)
     assert png[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="ecn_series"):
         tier_series({"ports": tables["ports"], "port_info": tables["port_info"]})

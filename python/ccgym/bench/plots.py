@@ -551,7 +551,8 @@ def ecn_figure(tiers: Mapping[str, np.ndarray], title: str = "") -> Figure:
     ``tiers`` is what :func:`ccgym.acc.ecn_series.tier_series` returns. Queue and thresholds
     share one axis in kB, so the panel shows where the queue sits against the marking ramp:
     the tier's mean queue (solid) and largest (thin), Kmin and Kmax in force (dashed, the mean
-    over the tier's queues, shaded between the lowest and highest when queues differ), and
+    over the tier's queues, shaded between the lowest and highest when queues differ), on a log
+    scale (linear below 1 kB), and
     Pmax (dotted, right axis). The title of each panel names the most common template at the
     end of the run and how many profile changes the tier saw.
     """
@@ -598,8 +599,11 @@ def ecn_figure(tiers: Mapping[str, np.ndarray], title: str = "") -> Figure:
             lo, hi = kb[f"{key}_lo_bytes"], kb[f"{key}_hi_bytes"]
             if np.any(np.isfinite(lo) & (hi > lo)):
                 ax.fill_between(t_ms, lo, hi, step="post", color=color, alpha=0.12, linewidth=0)
+        # Log scale (linear below 1 kB): a queue of a few kB and thresholds of hundreds to
+        # thousands of kB on one linear axis left the queue a flat line at the bottom.
+        ax.set_yscale("symlog", linthresh=1.0)
         ax.set_ylim(bottom=0)
-        ax.set_ylabel("kB")
+        ax.set_ylabel("kB (log scale)")
         ax.grid(True, color="0.85", linewidth=0.6)
         pmax = np.asarray(tiers["pmax"], dtype=float)[g]
         ax_p = ax.twinx()
