@@ -376,8 +376,9 @@ def write_report(
         "<h2>Time series per run</h2>",
         '<p class="note">Per scenario and method, the first seed: the bottleneck\'s queue '
         "(right axis: the time it takes to drain at line rate), the flows' delivery rates "
-        "(one line per flow up to 16 flows, else percentiles across the active flows), the "
-        "bottleneck's utilisation; the metrics window is shaded.</p>",
+        "when the suite records them (one line per flow up to 16 flows, else percentiles "
+        "across the active flows and a line for each flow that carried a large share of the "
+        "bytes), the bottleneck's utilisation; the metrics window is shaded.</p>",
         *sections,
         "</body></html>",
     ]
