@@ -363,6 +363,40 @@ def test_scale_figure(bench: SimpleNamespace) -> None:
     assert figure_png(fig).startswith(PNG_MAGIC)
 
 
+def test_scale_figure_of_a_suite_with_its_own_table() -> None:
+    """Long-short's scale chart shows its own metrics (RT, DR, LBW, FCT), and the paper's
+    [RT, DR, LBW] land on those panels, not on SU / FR / QL as they once did."""
+    from ccgym.bench.tables import table_spec
+
+    spec = table_spec("long-short")
+    (group,) = scale_groups(
+        {"ls 2": (_scenario("adpg-long-short-2"), None),
+         "ls 128": (_scenario("adpg-long-short-128"), None)}
+    )  # fmt: skip
+    rows = [
+        {"scenario": sc, "method": "hpcc", "RT": rt, "DR": 0.0, "LBW": lbw, "FCT": fct,
+         "published": [3e-05, 0.0, 90.0] if sc == "ls 2" else None}
+        for sc, rt, lbw, fct in (("ls 2", 3.4e-05, 91.4, 86.0), ("ls 128", 3.6e-05, 85.5, 11664.0))
+    ]  # fmt: skip
+    fig = scale_figure(
+        rows, group, metrics=[(k, t) for k, t, _ in spec.columns[:4]],
+        published_fields=spec.published_fields, paper_label="paper",
+    )  # fmt: skip
+    axes = fig.axes[:4]
+    assert [ax.get_ylabel() for ax in axes] == ["RT s", "DR Gb/s", "LBW %", "FCT us"]
+    assert axes[2].get_ylim() == (0.0, 105.0)  # a percentage
+    from matplotlib.collections import PathCollection
+
+    crosses = {
+        ax.get_ylabel(): [c.get_offsets().tolist() for c in ax.collections
+                          if isinstance(c, PathCollection) and len(c.get_offsets())]
+        for ax in axes
+    }  # fmt: skip
+    assert crosses["FCT us"] == []  # the paper has no FCT
+    assert crosses["RT s"] == [[[2.0, 3e-05]]] and crosses["LBW %"] == [[[2.0, 90.0]]]
+    assert "paper" in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
 def test_outlier_scale() -> None:
     """A log axis only where one value dwarfs the rest, linear below the smallest positive."""
     assert outlier_scale([0.10, 0.37, 3.2, 4.8, 11.5, 16.1, 838.8]) == pytest.approx(0.1)

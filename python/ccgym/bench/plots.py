@@ -398,22 +398,32 @@ def scale_figure(
     *,
     colors: Mapping[str, str] | None = None,
     title: str = "",
+    metrics: Sequence[tuple[str, str]] = SCALE_METRICS,
+    published_fields: Sequence[str] = ("SU", "FR", "QL"),
+    paper_label: str = "paper (ADPG Table 2/3)",
 ) -> Figure:
-    """SU, FR, QL and drops against the flow count, one line per method.
+    """Four metrics against the flow count, one line per method: by default SU, FR, QL and
+    drops; a suite with a table of its own passes its first four columns (``metrics``: row key
+    and axis label), e.g. long-short's RT, DR, LBW and FCT.
 
     ``rows`` are :func:`ccgym.bench.tables.build_rows` rows (mean and min/max over seeds);
     error bars span min-max over seeds when a row has more than one. The paper's numbers,
-    where the row has them, are drawn as crosses in the method's colour. QL and drops go to a
-    symmetric-log axis when one value dwarfs the rest (:func:`outlier_scale`).
+    where the row has them, are drawn as crosses in the method's colour on the panel whose key
+    is the same entry of ``published_fields``. Percentages run from 0 to 105; another panel
+    goes to a symmetric-log axis when one value dwarfs the rest (:func:`outlier_scale`).
     """
     methods = list(dict.fromkeys(r["method"] for r in rows if r["scenario"] in group.flows))
     colors = dict(colors or method_colors(methods))
     fig = Figure(figsize=(9.0, 6.4), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True).ravel()
     ticks = sorted(set(group.flows.values()))
-    pub_index = {"SU": 0, "FR": 1, "QL": 2}
+    pub_index = {field: i for i, field in enumerate(published_fields)}
     any_paper = False
-    for ax, (key, label) in zip(axes, SCALE_METRICS, strict=True):
+    panels = list(metrics)[:4]
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (key, label) in zip(axes, panels, strict=False):
+        percent = key in ("SU", "FR") or label.rstrip().endswith("%")
         for method in methods:
             mine = [r for r in rows if r["method"] == method and r["scenario"] in group.flows]
             pts = sorted(((group.flows[r["scenario"]], r) for r in mine), key=lambda p: p[0])
@@ -453,8 +463,8 @@ def scale_figure(
             for r in rows
             if r["method"] in methods and r["scenario"] in group.flows
         ]
-        linthresh = outlier_scale(values) if key not in ("SU", "FR") else None
-        if key in ("SU", "FR"):
+        linthresh = outlier_scale(values) if not percent else None
+        if percent:
             ax.set_ylim(0, 105)
         elif linthresh is not None:
             ax.set_yscale("symlog", linthresh=linthresh)
@@ -473,7 +483,7 @@ def scale_figure(
     handles, labels = axes[0].get_legend_handles_labels()
     if any_paper:
         handles.append(axes[0].scatter([], [], marker="x", color="0.3"))
-        labels.append("paper (ADPG Table 2/3)")
+        labels.append(paper_label)
     ncols = min(len(labels), 4)
     fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize="small")
     fig.suptitle(title or group.family, fontsize="large")

@@ -278,12 +278,26 @@ def write_report(
         scale_html = []
         for g in groups:
             title = f"{suite['name']}: metrics against scale, {g.family}"
-            png = figure_png(scale_figure(rows, g, colors=colors, title=title))
+            if spec.name == STANDARD.name:
+                fig = scale_figure(rows, g, colors=colors, title=title)
+                paper = "the ADPG paper's numbers where it has them (measured over 200 ms; for "
+                paper += "orientation)"
+            else:  # the suite's own metrics, and its paper's numbers on the matching panels
+                fig = scale_figure(
+                    rows,
+                    g,
+                    colors=colors,
+                    title=title,
+                    metrics=[(k, t) for k, t, _ in spec.columns[:4]],
+                    published_fields=spec.published_fields,
+                    paper_label="paper",
+                )
+                paper = f"{html.escape(spec.published_source)}, where it has them"
+            png = figure_png(fig)
             scale_html.append(
                 f"<figure>{_img(png, title)}<figcaption>Mean over seeds"
                 f"{'; error bars: min–max over seeds' if len(suite['seeds']) > 1 else ''}; "
-                "crosses: the ADPG paper's numbers where it has them (measured over 200 ms; "
-                "for orientation). A panel whose largest value dwarfs the rest (one method's "
+                f"crosses: {paper}. A panel whose largest value dwarfs the rest (one method's "
                 "collapse) has a log scale, linear near zero.</figcaption></figure>"
             )
             if step:
