@@ -234,13 +234,17 @@ def _rates_panel(
     if count <= len(ids):
         for j, fid in enumerate(ids):
             ax.plot(t_ms, sample[:, j], linewidth=0.9, label=f"flow {fid}")
-        if count <= 8:
-            ax.legend(loc="upper right", fontsize="x-small", ncols=min(count, 4))
         ax.set_title(
             f"per-flow delivery rate: {count} flow{'s' if count != 1 else ''}",
             fontsize="medium",
             loc="left",
         )
+        if count <= 8:
+            ax.legend(loc="upper right", fontsize="x-small", ncols=min(count, 4))
+            top = float(np.nanmax(sample)) if np.isfinite(sample).any() else 0.0
+            if top > 0:  # room for the legend above a flow at line rate
+                ax.set_ylim(0, top * 1.25)
+                return
     else:
         pct = np.asarray(series["flow_rate_pct"], dtype=float) * per_gbps
         col = {float(p): j for j, p in enumerate(series["flow_percentiles"])}
