@@ -225,9 +225,10 @@ def test_terminal_table_fits_a_narrow_terminal() -> None:
     assert "paper SU / FR / QL" in markdown_table(rows)  # the file keeps the column
     narrow = render(100)
     assert "(90.0–92.0)" not in narrow and "paper SU" not in narrow
-    assert "min–max in table.md" in narrow
+    assert "min–max in table.md" in narrow and "* after a method: Pareto front" in narrow
     for m in range(3):
         assert f"policy:method-{m}" in narrow
+    assert "policy:method-2 *" in narrow and "Pareto" not in narrow.splitlines()[2]
     assert all(len(line) <= 100 for line in narrow.splitlines())
 
 

@@ -455,9 +455,10 @@ def rich_table(
 ) -> Any:
     """The table as a :class:`rich.table.Table`; a rule between scenarios.
 
-    With ``width`` (a terminal's), a table that would be wider drops the (min–max) over seeds
-    from its cells and says so in its caption, and an empty published column is left out, so
-    that each cell stays whole instead of being cut to "ho…"; the files keep everything.
+    With ``width`` (a terminal's), an empty published column is left out, and a table that
+    would be wider drops the (min–max) over seeds from its cells, moves the Pareto mark next to
+    the method's name and says so in its caption, so that each cell stays whole instead of
+    being cut to "ho…"; the files keep everything.
     """
     from rich import box
     from rich.console import Console
@@ -468,6 +469,11 @@ def rich_table(
         keep = list(range(len(header)))
         if width is not None and not any(line[-1] for line in cells):
             keep.pop()  # no published numbers for any row
+        if not ranges:  # the Pareto mark follows the method's name instead of a column
+            pareto = header.index("Pareto")
+            keep.remove(pareto)
+            for line in cells:
+                line[1] += f" {line[pareto]}" if line[pareto] else ""
         # Off the full width, the lighter frame (no rules between columns) saves a column's
         # worth of characters every few columns.
         frame = (
@@ -478,12 +484,12 @@ def rich_table(
             if i < 2:  # scenario and method name the row: never cut
                 widest = max([len(header[i]), *(len(line[i]) for line in cells)])
                 table.add_column(header[i], justify="left", no_wrap=True, min_width=widest)
-            else:  # a long header wraps at its spaces; a number or a word is never cut
+            elif ranges:
+                table.add_column(header[i], justify="right", no_wrap=True)
+            else:  # narrow: as wide as its longest number or header word; the header wraps
                 words = max(len(w) for w in header[i].split()) if header[i].strip() else 1
                 widest = max([words, *(len(line[i]) for line in cells)])
-                table.add_column(
-                    header[i], justify="right", no_wrap=width is None, min_width=widest
-                )
+                table.add_column(header[i], justify="right", width=widest)
         for i, (row, line) in enumerate(zip(rows, cells, strict=True)):
             if i and row["scenario"] != rows[i - 1]["scenario"]:
                 table.add_section()
@@ -494,9 +500,9 @@ def rich_table(
     if width is None or Console(width=10_000).measure(table).maximum <= width:
         return table
     table = build(ranges=False)
-    if any(row.get("seeds", 1) > 1 for row in rows):
-        table.caption = "means over seeds; min–max in table.md (the terminal is too narrow)"
-        table.caption_justify = "left"
+    ranges = " min–max in table.md;" if any(row.get("seeds", 1) > 1 for row in rows) else ""
+    table.caption = f"means over seeds;{ranges} {PARETO_MARK} after a method: Pareto front"
+    table.caption_justify = "left"
     return table
 
 
