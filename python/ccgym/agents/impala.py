@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -727,7 +728,10 @@ def export_torchscript(checkpoint: str | os.PathLike[str], path: str | os.PathLi
     )
     # Traced, not scripted: the network has no data-dependent branch, and tracing keeps the
     # Python-side choices (LSTM or not, PyTorch's own LSTM kernel) out of the exported graph.
-    with torch.no_grad():
+    # The tracer warns about the one shape test in `MvfstNet.core` (one step or a sequence);
+    # the exported policy always takes one step per call, so the traced branch is the right one.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
         scripted = torch.jit.trace(policy, example)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
