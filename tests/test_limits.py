@@ -176,6 +176,16 @@ def test_every_bench_suite_run_is_within_the_default_budgets() -> None:
     assert len(checked) >= 10
 
 
+def test_describe_estimate_says_how_long() -> None:
+    from ccgym.runner import describe_estimate
+
+    est = {"flows": 16, "messages": 0, "events": 9e5, "memory_bytes": 4 << 20}
+    assert "(under a second)" in describe_estimate({**est, "seconds_at_15M_events_per_s": 0.06})
+    assert "(about 20 s or less)" in describe_estimate({**est, "seconds_at_15M_events_per_s": 20})
+    line = describe_estimate({**est, "seconds_at_15M_events_per_s": 600})
+    assert "(about 10 min or less)" in line and line.endswith("about 4 MiB of memory")
+
+
 def test_cli_run_prints_the_estimate_and_names_the_field(tmp_path: Path) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
@@ -184,7 +194,7 @@ def test_cli_run_prints_the_estimate_and_names_the_field(tmp_path: Path) -> None
     cmd += ["--set", 'metrics.window=["0ms", "0.2ms"]']
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "estimate: 16 flows" in proc.stderr
+    assert "estimate: 16 flows" in proc.stderr and "(under a second)" in proc.stderr
     bad = [*cmd, "--set", "topology.hosts=8193"]
     proc = subprocess.run(bad, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 2

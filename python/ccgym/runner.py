@@ -76,11 +76,16 @@ def describe_estimate(est: dict[str, Any]) -> str:
     mem = est["memory_bytes"]
     mem_text = f"{mem / 2**30:.1f} GiB" if mem >= 2**30 else f"{mem / 2**20:.0f} MiB"
     seconds = est["seconds_at_15M_events_per_s"]
-    when = f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+    if seconds >= 60:
+        when = f"about {seconds / 60:.0f} min or less"
+    elif seconds >= 1:
+        when = f"about {seconds:.0f} s or less"
+    else:  # "about 0 s" read as a mistake
+        when = "under a second"
     parts = [f"{est['flows']:,} flows"]
     if est["messages"]:
         parts.append(f"{est['messages']:,} messages")
-    parts.append(f"at most {est['events']:.2g} events (about {when} or less)")
+    parts.append(f"at most {est['events']:.2g} events ({when})")
     parts.append(f"about {mem_text} of memory")
     return "estimate: " + ", ".join(parts)
 
