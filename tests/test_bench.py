@@ -229,6 +229,12 @@ def test_terminal_table_fits_a_narrow_terminal() -> None:
     for m in range(3):
         assert f"policy:method-{m}" in narrow
     assert "policy:method-2 *" in narrow and "Pareto" not in narrow.splitlines()[2]
+    # With the paper's numbers and still too wide, they go to table.md too.
+    rows[0]["published"] = [92.0, 95.0, 8.0]
+    assert "92 / 95 / 8" in render(120)
+    tight = render(78)
+    assert "92 / 95 / 8" not in tight and "min–max and the paper's numbers in table.md" in tight
+    assert all(len(line) <= 78 for line in tight.splitlines())
     assert all(len(line) <= 100 for line in narrow.splitlines())
 
 

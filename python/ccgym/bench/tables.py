@@ -457,18 +457,19 @@ def rich_table(
 
     With ``width`` (a terminal's), an empty published column is left out, and a table that
     would be wider drops the (min–max) over seeds from its cells, moves the Pareto mark next to
-    the method's name and says so in its caption, so that each cell stays whole instead of
-    being cut to "ho…"; the files keep everything.
+    the method's name, if still too wide leaves out the paper's numbers, and says so in its
+    caption, so that each cell stays whole instead of being cut to "ho…"; the files keep
+    everything.
     """
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    def build(ranges: bool) -> Any:
+    def build(ranges: bool, paper: bool = True) -> Any:
         header, cells = table_cells(rows, spec, ranges)
         keep = list(range(len(header)))
-        if width is not None and not any(line[-1] for line in cells):
-            keep.pop()  # no published numbers for any row
+        if width is not None and not (paper and any(line[-1] for line in cells)):
+            keep.pop()  # no published numbers for any row, or no room for them
         if not ranges:  # the Pareto mark follows the method's name instead of a column
             pareto = header.index("Pareto")
             keep.remove(pareto)
@@ -500,8 +501,14 @@ def rich_table(
     if width is None or Console(width=10_000).measure(table).maximum <= width:
         return table
     table = build(ranges=False)
-    ranges = " min–max in table.md;" if any(row.get("seeds", 1) > 1 for row in rows) else ""
-    table.caption = f"means over seeds;{ranges} {PARETO_MARK} after a method: Pareto front"
+    moved = ["min–max"] if any(row.get("seeds", 1) > 1 for row in rows) else []
+    if Console(width=10_000).measure(table).maximum > width and any(
+        r.get("published") for r in rows
+    ):
+        table = build(ranges=False, paper=False)  # still too wide: the paper's numbers go too
+        moved.append("the paper's numbers")
+    where = f" {' and '.join(moved)} in table.md;" if moved else ""
+    table.caption = f"means over seeds;{where} {PARETO_MARK} after a method: Pareto front"
     table.caption_justify = "left"
     return table
 
