@@ -507,3 +507,27 @@ def test_cli_native_scenario_error(sim: Any) -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and "link_rate" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_fit_table_keeps_every_cell_whole() -> None:
+    """A 12-column perf table on a 100-column terminal: each column as wide as its widest cell,
+    headers wrapped at their spaces, nothing cut to "…"; a table that fits is left alone."""
+    from rich.console import Console
+
+    from ccgym.cli.common import fit_table
+    from ccgym.cli.perf import perf_table
+
+    row = {"cc": "line_rate", "flows": 8192, "hosts": 64, "flows_per_host": 128,
+           "sim_time_s": 0.1, "events": 81_862_130, "events_per_s": 2.42e7, "hops_per_s": 1.61e7,
+           "ns_per_hop": 62.0, "ratio_ns_per_hop": 1.0, "ratio_vs_line_rate": 1.0,
+           "setup_s": 0.0001752, "peak_rss_mb": 33, "packet_hops": 1}  # fmt: skip
+    wide = perf_table([row])
+    assert Console(width=10_000).measure(wide).maximum > 100
+    console = Console(width=100, record=True)
+    console.print(fit_table(wide, 100))
+    text = console.export_text()
+    assert "…" not in text and all(len(line) <= 100 for line in text.splitlines())
+    for cell in ("line_rate", "8,192", "64×128", "81,862,130", "0.1752 ms", "33 MB"):
+        assert cell in text
+    narrow = perf_table([row])
+    assert fit_table(narrow, 1_000) is narrow and narrow.box is not None and narrow.show_edge

@@ -246,11 +246,43 @@ QUEUE_LAT = ("queue_latency_mean_us", "queue_latency_p99_us")
 STATS = ("mean", "p50", "p95", "p99")
 
 
-def stdout() -> Console:
-    """A console for tables; as wide as the table needs when stdout is not a terminal."""
+def fit_table(table: Table, width: int) -> Table:
+    """``table`` made to fit ``width`` columns when it is wider, without cutting a cell: each
+    column exactly as wide as its widest cell or longest header word (headers wrap at their
+    spaces) and a frame without rules between columns. Rich's own shrinking cuts numbers to
+    "10…" instead. A table that fits is returned as it is."""
+    from rich import box
     from rich.console import Console
 
-    console = Console()
+    if Console(width=10_000).measure(table).maximum <= width:
+        return table
+    # The frame's blank divider is the only space between two columns (no padding, no edges).
+    table.box = box.SIMPLE_HEAD
+    table.padding = (0, 0)
+    table.show_edge = False
+    for column in table.columns:
+        words = [len(w) for w in str(column.header).split()] or [1]
+        cells = [len(str(c)) for c in column.cells]
+        column.width = max([*words, *cells])
+        column.no_wrap = False
+    return table
+
+
+def stdout() -> Console:
+    """A console for tables: on a terminal, a table wider than it is fitted to it
+    (:func:`fit_table`); off a terminal, as wide as the table needs."""
+    from rich.console import Console
+    from rich.table import Table
+
+    class TableConsole(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            if self.is_terminal:
+                objects = tuple(
+                    fit_table(o, self.width) if isinstance(o, Table) else o for o in objects
+                )
+            super().print(*objects, **kwargs)
+
+    console = TableConsole()
     # Off a terminal nothing limits the width: a wide table is printed whole, not cut at 200.
     return console if console.is_terminal else Console(width=1000)
 
