@@ -101,7 +101,9 @@ def run_figure(series: Mapping[str, np.ndarray], title: str = "") -> Figure:
     bottleneck's line rate); a peak outside the window that dwarfs the window's queue is clipped
     and written on the panel (:func:`_clip_outside_peak`). Up to 16 flows are drawn one line
     each; more as percentile bands across flows (min-max, p10-p90, p25-p75), the median, the
-    mean and flow 0 alone.
+    mean, and on their own lines the heavy flows
+    (:func:`ccgym.bench.series.heavy_flows`), or flow 0 when none is heavy. Rates are in Mb/s
+    below 1 Gb/s.
     """
     t_ms = np.asarray(series["time_s"], dtype=float) * 1e3
     # A suite that does not record per-flow rates (metrics.flow_series = false) gets no empty
