@@ -144,6 +144,23 @@ def test_unknown_suite() -> None:
         load_suite("no-such-suite")
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_bad_input_in_a_run_names_the_run(tmp_path: Path, jobs: int) -> None:
+    """A suite's method with an unknown CC: the error names the suite's scenario, method and
+    seed, not only the field (in the worker pool as in one process)."""
+    from ccgym import ScenarioError
+
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        'name = "bad"\nseeds = [1]\nmethods = ["line_rate", "no-such-cc"]\n'
+        "overrides = [\"duration=0.2ms\", \"metrics.window=['0ms', 'end']\"]\n"
+        '[[scenario]]\nlabel = "incast"\nscenario = "incast-16"\n'
+    )
+    expected = r'suite run incast / no-such-cc / seed 1: cc.algorithm: value "no-such-cc"'
+    with pytest.raises(ScenarioError, match=expected):
+        run_suite(load_suite(path), tmp_path / "out", jobs=jobs, progress=False)
+
+
 def test_resume_and_parallel_equals_serial(tiny: Path, tmp_path: Path) -> None:
     suite = load_suite(tiny)
     serial, stats = run_suite(suite, tmp_path / "serial", jobs=1)

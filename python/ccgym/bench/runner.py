@@ -53,6 +53,7 @@ killed outright (SIGKILL), see :func:`die_with_parent`.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import difflib
 import hashlib
@@ -64,7 +65,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import cache
@@ -751,6 +752,18 @@ def progress_bar(title: str, total: int) -> Callable[[str | None], None]:
     return step
 
 
+@contextlib.contextmanager
+def _naming(job: Job) -> Iterator[None]:
+    """Bad input found while a run is built (a method's CC, an override) names the suite's
+    scenario, method and seed: the field alone ("cc.algorithm") does not say which of a
+    suite's runs holds it."""
+    try:
+        yield
+    except ScenarioError as e:
+        where = f"{job.label} / {job.method} / seed {job.seed}"
+        raise ScenarioError(f"suite run {where}: {e}") from e
+
+
 def run_suite(
     suite: dict[str, Any] | str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -815,7 +828,9 @@ def run_suite(
             run_on_ray(run_job, [(j, _job_args(j)) for j in todo], finish, ray, num_cpus=jobs)
         elif n_workers <= 1:
             for job in todo:
-                finish(job, run_job(*_job_args(job)))
+                with _naming(job):
+                    out = run_job(*_job_args(job))
+                finish(job, out)
         else:
             pool = _process_pool(n_workers)
             try:
@@ -825,7 +840,10 @@ def run_suite(
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in done:
-                        finish(pending.pop(fut), fut.result())
+                        job = pending.pop(fut)
+                        with _naming(job):
+                            out = fut.result()
+                        finish(job, out)
             except BaseException:  # Ctrl-C or a failed run: stop at once, not after the queue
                 _stop_pool(pool)
                 raise
