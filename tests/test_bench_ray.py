@@ -73,6 +73,24 @@ def test_ray_local_equals_serial(
     assert (out / "table.md").read_text().count("long-short 2") >= 2
 
 
+@pytest.mark.xdist_group("ray")  # starts a local Ray instance (pyproject.toml)
+def test_ray_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A suite method with an unknown CC, run on Ray: the one-line error of a local run, naming
+    the suite's run, not Ray's traceback of the worker."""
+    pytest.importorskip("ray")
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        'name = "bad"\nseeds = [1]\nmethods = ["no-such-cc"]\n'
+        "overrides = [\"duration=0.2ms\", \"metrics.window=['0ms', 'end']\"]\n"
+        '[[scenario]]\nlabel = "incast"\nscenario = "incast-16"\n'
+    )
+    args = ["bench", "--suite", str(path), "--ray", "local", "--jobs", "1"]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith('error: suite run incast / no-such-cc / seed 1: cc.algorithm: value "no')
+    assert "ray::" not in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
 def test_ray_not_installed(
     tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 J = TypeVar("J")
@@ -130,6 +131,18 @@ def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[str, Any]:
     return code_version(), fn(*args)
 
 
+def _get(ray: Any, ref: Any) -> Any:
+    """``ray.get(ref)``, raising a failed task's own exception (a user's bad input is one line,
+    not Ray's traceback of the worker)."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as e:
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, Exception):
+            raise cause from None
+        raise
+
+
 def run_on_ray(
     fn: Callable[..., Any],
     calls: Sequence[tuple[J, tuple[Any, ...]]],
@@ -137,12 +150,15 @@ def run_on_ray(
     address: str,
     *,
     num_cpus: int | None = None,
+    context: Callable[[J], AbstractContextManager[Any]] | None = None,
 ) -> None:
     """Run ``fn(*args)`` for every ``(job, args)`` of ``calls`` as a Ray task (1 CPU each).
 
     ``on_result(job, result)`` is called in this process as each task finishes, in completion
     order. On an error (a failed task, Ctrl-C) the remaining tasks are cancelled and the error is
-    raised. Ray is shut down afterwards if this call started or connected it.
+    raised: a task's own exception as the task raised it (without Ray's wrapper and its
+    traceback text), inside ``context(job)`` when given. Ray is shut down afterwards if this
+    call started or connected it.
     """
     if not calls:
         return
@@ -159,7 +175,8 @@ def run_on_ray(
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 job = pending.pop(ref)
-                version, result = ray.get(ref)
+                with context(job) if context is not None else nullcontext():
+                    version, result = _get(ray, ref)
                 if version != expected:
                     raise RayVersionError(
                         f"a Ray worker runs ccgym {version}, this process {expected}: install "

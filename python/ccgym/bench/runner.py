@@ -825,7 +825,8 @@ def run_suite(
         if ray is not None:
             from ccgym.bench.ray_runner import run_on_ray
 
-            run_on_ray(run_job, [(j, _job_args(j)) for j in todo], finish, ray, num_cpus=jobs)
+            calls = [(j, _job_args(j)) for j in todo]
+            run_on_ray(run_job, calls, finish, ray, num_cpus=jobs, context=_naming)
         elif n_workers <= 1:
             for job in todo:
                 with _naming(job):
