@@ -101,6 +101,17 @@ MAX_HEAVY_FLOWS = 8
 """At most this many heavy flows, the largest first."""
 
 
+def _heavy(carried: np.ndarray, total: float, n_flows: int) -> list[int]:
+    """Indices into ``carried`` (bytes or rates summed per flow) of the heavy flows, largest
+    first (ties: the lower index), at most :data:`MAX_HEAVY_FLOWS`; ``total`` is what all
+    ``n_flows`` flows carried."""
+    if total <= 0:
+        return []
+    floor = total * max(HEAVY_SHARE, HEAVY_OVER_EQUAL / max(n_flows, 1))
+    order = np.argsort(-carried, kind="stable")[:MAX_HEAVY_FLOWS]
+    return [int(i) for i in order if carried[i] >= floor]
+
+
 def _sample_flows(dense: np.ndarray) -> np.ndarray:
     """The flows whose own rate series is kept when there are more than
     :data:`MAX_SAMPLED_FLOWS`: the heavy ones (a weighted experiment's large flows among
@@ -108,12 +119,7 @@ def _sample_flows(dense: np.ndarray) -> np.ndarray:
     numbered in workload order, so every workload is seen, e.g. long-short's long flow, id 0)."""
     n_flows = dense.shape[1]
     carried = np.nansum(dense, axis=0, dtype=np.float64)
-    total = float(carried.sum())
-    heavy: set[int] = set()
-    if total > 0:
-        floor = total * max(HEAVY_SHARE, HEAVY_OVER_EQUAL / n_flows)
-        order = np.argsort(-carried, kind="stable")[:MAX_HEAVY_FLOWS]
-        heavy = {int(f) for f in order if carried[f] >= floor}
+    heavy = set(_heavy(carried, float(carried.sum()), n_flows))
     spread = np.linspace(0, n_flows - 1, MAX_SAMPLED_FLOWS - len(heavy)).round()
     return np.asarray(sorted(heavy | {int(f) for f in spread}), dtype=np.int64)
 
@@ -129,14 +135,10 @@ def heavy_flows(series: Mapping[str, np.ndarray]) -> list[tuple[int, int, float]
     if sample.ndim != 2 or sample.shape[0] == 0 or sample.shape[0] != len(mean):
         return []
     total = float(np.nansum(mean * active))
-    if total <= 0:
-        return []
     carried = np.nansum(sample, axis=0)
     ids = np.asarray(series["flow_sample_ids"])
-    floor = max(HEAVY_SHARE, HEAVY_OVER_EQUAL / max(int(series["flow_count"]), 1))
-    found = [(j, int(ids[j]), float(carried[j]) / total) for j in range(sample.shape[1])]
-    found = [f for f in found if f[2] >= floor]
-    return sorted(found, key=lambda f: -f[2])[:MAX_HEAVY_FLOWS]
+    heavy = _heavy(carried, total, int(series["flow_count"]))
+    return [(j, int(ids[j]), float(carried[j]) / total) for j in heavy]
 
 
 def compact_series(result: Any) -> dict[str, np.ndarray]:
