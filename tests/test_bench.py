@@ -11,13 +11,14 @@ from ccgym._errors import ScenarioError
 from ccgym.bench.pareto import HIGHER, LOWER, METRICS, compare, dominates, pareto_front, pareto_mask
 from ccgym.bench.runner import bundled_suites, load_suite, run_suite, suite_jobs
 from ccgym.bench.tables import (
+    STANDARD,
     build_rows,
     csv_text,
     load_published,
     markdown_table,
     paper_method,
-    rich_table,
 )
+from ccgym.cli.bench import bench_table
 
 # --------------------------------------------------------------------------- Pareto
 
@@ -233,7 +234,7 @@ def test_terminal_table_fits_a_narrow_terminal() -> None:
 
     def render(width: int) -> str:
         console = Console(width=width, record=True)
-        console.print(rich_table(rows, "title", width=width))
+        console.print(bench_table(rows, "title", STANDARD, width=width))
         return console.export_text()
 
     wide = render(300)

@@ -114,10 +114,9 @@ def _fmt(x: Any, spec: str) -> str:
 
 
 def _table_html(rows: Sequence[Mapping[str, Any]], spec: TableSpec) -> str:
-    header, cells = table_cells(rows, spec)
-    has_paper = any(line[-1] for line in cells)
-    if not has_paper:  # no row has published numbers: the note under the table says why
-        header, cells = header[:-1], [line[:-1] for line in cells]
+    # Without published numbers for any row, no paper column: the note under the table says why.
+    header, cells = table_cells(rows, spec, paper=None)
+    has_paper = header[-1] == spec.published_title
     out = ['<div class="wide"><table class="bench">', "<thead><tr>"]
     out += [
         f'<th class="{"l" if i < 2 else ""}">{html.escape(h)}</th>' for i, h in enumerate(header)

@@ -426,12 +426,19 @@ def published_text(pub: Any) -> str:
 
 
 def table_cells(
-    rows: Sequence[Mapping[str, Any]], spec: TableSpec = STANDARD, ranges: bool = True
+    rows: Sequence[Mapping[str, Any]],
+    spec: TableSpec = STANDARD,
+    ranges: bool = True,
+    paper: bool | None = True,
 ) -> tuple[list[str], list[list[str]]]:
     """Header and string cells of the table (mean, and with ``ranges`` (min–max) over seeds
-    when > 1)."""
+    when > 1). ``paper``: the published column always (True: the files), never (False), or
+    only when some row has published numbers (None: the report and the terminal)."""
+    if paper is None:
+        paper = any(row.get("published") for row in rows)
     header = ["scenario", "method", "seeds", *(t for _, t, _ in spec.columns), "Pareto"]
-    header.append(spec.published_title)
+    if paper:
+        header.append(spec.published_title)
     cells = []
     for row in rows:
         cells.append(
@@ -441,7 +448,7 @@ def table_cells(
                 str(row["seeds"]),
                 *(_cell(row, key, fmt, ranges) for key, _, fmt in spec.columns),
                 PARETO_MARK if row.get("pareto") else "",
-                published_text(row.get("published")),
+                *([published_text(row.get("published"))] if paper else []),
             ]
         )
     return header, cells
@@ -451,65 +458,30 @@ def rich_table(
     rows: Sequence[Mapping[str, Any]],
     title: str = "",
     spec: TableSpec = STANDARD,
-    width: int | None = None,
+    *,
+    ranges: bool = True,
+    paper: bool | None = None,
 ) -> Any:
-    """The table as a :class:`rich.table.Table`; a rule between scenarios.
-
-    With ``width`` (a terminal's), an empty published column is left out, and a table that
-    would be wider drops the (min–max) over seeds from its cells, moves the Pareto mark next to
-    the method's name, if still too wide leaves out the paper's numbers, and says so in its
-    caption, so that each cell stays whole instead of being cut to "ho…"; the files keep
-    everything.
-    """
-    from rich import box
-    from rich.console import Console
+    """The table as a :class:`rich.table.Table`; a rule between scenarios. ``ranges`` False:
+    the means only, and the Pareto mark after the method's name instead of a column of its own
+    (for a narrow terminal: ``ccgym.cli.bench.bench_table``). ``paper`` as in
+    :func:`table_cells` (by default, the published column only when some row has numbers)."""
     from rich.table import Table
 
-    def build(ranges: bool, paper: bool = True) -> Any:
-        header, cells = table_cells(rows, spec, ranges)
-        keep = list(range(len(header)))
-        if width is not None and not (paper and any(line[-1] for line in cells)):
-            keep.pop()  # no published numbers for any row, or no room for them
-        if not ranges:  # the Pareto mark follows the method's name instead of a column
-            pareto = header.index("Pareto")
-            keep.remove(pareto)
-            for line in cells:
-                line[1] += f" {line[pareto]}" if line[pareto] else ""
-        # Off the full width, the lighter frame (no rules between columns) saves a column's
-        # worth of characters every few columns.
-        frame = (
-            {} if ranges else {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True}
-        )
-        table = Table(title=title or None, title_justify="left", **frame)
-        for i in keep:
-            if i < 2:  # scenario and method name the row: never cut
-                widest = max([len(header[i]), *(len(line[i]) for line in cells)])
-                table.add_column(header[i], justify="left", no_wrap=True, min_width=widest)
-            elif ranges:
-                table.add_column(header[i], justify="right", no_wrap=True)
-            else:  # narrow: as wide as its longest number or header word; the header wraps
-                words = max(len(w) for w in header[i].split()) if header[i].strip() else 1
-                widest = max([words, *(len(line[i]) for line in cells)])
-                table.add_column(header[i], justify="right", width=widest)
-        for i, (row, line) in enumerate(zip(rows, cells, strict=True)):
-            if i and row["scenario"] != rows[i - 1]["scenario"]:
-                table.add_section()
-            table.add_row(*(line[k] for k in keep), style="bold" if row.get("pareto") else None)
-        return table
-
-    table = build(ranges=True)
-    if width is None or Console(width=10_000).measure(table).maximum <= width:
-        return table
-    table = build(ranges=False)
-    moved = ["min–max"] if any(row.get("seeds", 1) > 1 for row in rows) else []
-    if Console(width=10_000).measure(table).maximum > width and any(
-        r.get("published") for r in rows
-    ):
-        table = build(ranges=False, paper=False)  # still too wide: the paper's numbers go too
-        moved.append("the paper's numbers")
-    where = f" {' and '.join(moved)} in table.md;" if moved else ""
-    table.caption = f"means over seeds;{where} {PARETO_MARK} after a method: Pareto front"
-    table.caption_justify = "left"
+    header, cells = table_cells(rows, spec, ranges, paper)
+    if not ranges:
+        pareto = header.index("Pareto")
+        del header[pareto]
+        for line in cells:
+            mark = line.pop(pareto)
+            line[1] += f" {mark}" if mark else ""
+    table = Table(title=title or None, title_justify="left")
+    for i, col in enumerate(header):
+        table.add_column(col, justify="left" if i < 2 else "right", no_wrap=True)
+    for i, (row, line) in enumerate(zip(rows, cells, strict=True)):
+        if i and row["scenario"] != rows[i - 1]["scenario"]:
+            table.add_section()
+        table.add_row(*line, style="bold" if row.get("pareto") else None)
     return table
 
 

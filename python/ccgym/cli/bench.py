@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ccgym.cli.common import path_arg, positive_int, stdout
+from ccgym.cli.common import fit_table, path_arg, positive_int, stdout, table_width
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ccgym.bench.tables import TableSpec
 
 
 def _bundled_suites() -> list[str]:
@@ -69,7 +75,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ccgym.bench.runner import load_suite, run_suite
-    from ccgym.bench.tables import build_rows, rich_table, table_spec, write_tables
+    from ccgym.bench.tables import build_rows, table_spec, write_tables
 
     suite = load_suite(args.suite)
     out_dir = Path(args.out or Path("results") / "bench" / suite["name"])
@@ -89,7 +95,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = build_rows(records, spec=spec)
     title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
     out = stdout()
-    out.print(rich_table(rows, title, spec, width=out.width if out.is_terminal else None))
+    out.print(bench_table(rows, title, spec, width=out.width if out.is_terminal else None))
     if spec.notes is not None:  # e.g. the ACC validity checks
         for note in spec.notes(rows):
             out.print(note, highlight=False, soft_wrap=True)
@@ -106,3 +112,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
         path = write_report(suite, records, out_dir, stats=stats, progress=progress)
         out.print(f"report: {path.resolve()}", highlight=False, soft_wrap=True)
     return 0
+
+
+def bench_table(
+    rows: Sequence[Mapping[str, Any]], title: str, spec: TableSpec, width: int | None = None
+) -> Table:
+    """The bench table for a terminal ``width`` columns wide (None: no limit). Whole when it
+    fits; otherwise the means only with the Pareto mark after the method, and if still too wide
+    without the paper's numbers, each fitted to the width (:func:`fit_table`) and saying in its
+    caption what is left to table.md. So no cell is cut to "ho…"; the files keep everything."""
+    from ccgym.bench.tables import PARETO_MARK, rich_table
+
+    table = rich_table(rows, title, spec)
+    if width is None or table_width(table) <= width:
+        return table
+    moved = ["min–max"] if any(row.get("seeds", 1) > 1 for row in rows) else []
+    table = fit_table(rich_table(rows, title, spec, ranges=False), width)
+    if table_width(table) > width and any(row.get("published") for row in rows):
+        table = fit_table(rich_table(rows, title, spec, ranges=False, paper=False), width)
+        moved.append("the paper's numbers")
+    where = f" {' and '.join(moved)} in table.md;" if moved else ""
+    table.caption = f"means over seeds;{where} {PARETO_MARK} after a method: Pareto front"
+    table.caption_justify = "left"
+    return table

@@ -246,15 +246,22 @@ QUEUE_LAT = ("queue_latency_mean_us", "queue_latency_p99_us")
 STATS = ("mean", "p50", "p95", "p99")
 
 
+def table_width(table: Table) -> int:
+    """Columns ``table`` takes when nothing limits it."""
+    from rich.console import Console
+
+    return Console(width=10_000).measure(table).maximum
+
+
 def fit_table(table: Table, width: int) -> Table:
     """``table`` made to fit ``width`` columns when it is wider, without cutting a cell: each
     column exactly as wide as its widest cell or longest header word (headers wrap at their
     spaces) and a frame without rules between columns. Rich's own shrinking cuts numbers to
-    "10…" instead. A table that fits is returned as it is."""
+    "10…" instead. A table that fits is returned as it is; one whose whole cells do not fit
+    side by side is still squeezed by rich when printed."""
     from rich import box
-    from rich.console import Console
 
-    if Console(width=10_000).measure(table).maximum <= width:
+    if table_width(table) <= width:
         return table
     # The frame's blank divider is the only space between two columns (no padding, no edges).
     table.box = box.SIMPLE_HEAD
