@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from ccgym.agents.impala_model import (  # noqa: E402
     MvfstNet,
-    ScriptedPolicy,
+    StepPolicy,
     impala_losses,
     vtrace_direct,
     with_last_reward,
@@ -139,26 +139,49 @@ def test_network_shapes_step_by_step_equals_sequence() -> None:
     assert with_last_reward(np.zeros(3, np.float32), -7.0)[-1] == -1.0
 
 
-def test_torchscript_policy_matches_the_network(tmp_path) -> None:
-    """The traced policy (what `ccgym train impala` writes as policy.pt) gives the network's
-    logits and state, for any batch size, once loaded without the Python classes."""
+def _checkpoint(net: MvfstNet, lstm: bool) -> dict:
+    """A checkpoint as `train_from_config` writes it, holding ``net``."""
+    from ccgym.agents.impala import ALGORITHM
+
+    first = net.fc[0]
+    return {
+        "algorithm": ALGORITHM,
+        "update": 0,
+        "decisions": 0,
+        "episodes": 0,
+        "wall_s": 0.0,
+        "model": net.state_dict(),
+        "optimizer": {},
+        "extra": {"input_dim": first.in_features + 1, "num_actions": 5},
+        "rng": {},
+        "config": {"network": {"hidden": [16, 16], "lstm": lstm}},
+        "obs_dim": first.in_features,
+    }
+
+
+def test_exported_policy_matches_the_network(tmp_path) -> None:
+    """The exported policy (what `ccgym train impala` writes as policy.pt2) gives the network's
+    logits and state, for any batch size, once loaded without the Python classes; with and
+    without the LSTM (no state columns)."""
+    from ccgym.agents.impala import export_program
+
     torch.manual_seed(0)
-    net = MvfstNet(9, 5, hidden=(16, 16)).eval()
-    pol = ScriptedPolicy(net)
-    with torch.no_grad():
-        traced = torch.jit.trace(
-            pol, (torch.zeros(2, 9), torch.zeros(2, pol.state_dim), torch.zeros(2, pol.state_dim))
-        )
-    traced.save(str(tmp_path / "p.pt"))
-    loaded = torch.jit.load(str(tmp_path / "p.pt"))
-    n = int(loaded.state_size)
-    assert n == 17 and int(loaded.input_size) == 9
-    x = torch.randn(3, 9)
-    h, c = torch.randn(3, n), torch.randn(3, n)
-    out = loaded(x, h, c)
-    ref = net(x.unsqueeze(1), h, c)
-    torch.testing.assert_close(out[0], ref[0][:, 0])
-    torch.testing.assert_close(out[2], ref[2])
+    for lstm, n in ((True, 17), (False, 0)):
+        net = MvfstNet(9, 5, hidden=(16, 16), lstm=lstm).eval()
+        ckpt = tmp_path / f"lstm-{lstm}.pt"
+        torch.save(_checkpoint(net, lstm), ckpt)
+        path = export_program(ckpt, tmp_path / f"lstm-{lstm}.pt2")
+        loaded = torch.export.load(path).module()
+        assert int(loaded.state_size) == n and int(loaded.input_size) == 9
+        assert StepPolicy(net).state_dim == n
+        for batch in (1, 3):
+            x = torch.randn(batch, 9)
+            h, c = torch.randn(batch, n), torch.randn(batch, n)
+            out = loaded(x, h, c)
+            ref = net(x.unsqueeze(1), h, c)
+            torch.testing.assert_close(out[0], ref[0][:, 0])
+            torch.testing.assert_close(out[1], ref[1][:, 0])
+            torch.testing.assert_close(out[2], ref[2])
 
 
 def test_native_export_layers() -> None:

@@ -52,7 +52,7 @@ def test_training_env_appends_the_clipped_reward_and_cycles_scenarios() -> None:
 @pytest.mark.xdist_group("ray")  # starts a local Ray instance (pyproject.toml)
 def test_train_resume_and_export(tmp_path) -> None:
     """A short RLlib IMPALA run writes its run folder; resume continues its step count; the
-    checkpoint exports to TorchScript and to the native layout."""
+    checkpoint exports with torch.export and to the native layout."""
     import torch
 
     out = tmp_path / "run"
@@ -62,7 +62,7 @@ def test_train_resume_and_export(tmp_path) -> None:
     trained = [h for h in history if "loss" in h]
     assert trained and all(np.isfinite(h["loss"]) for h in trained)
     assert all(0.0 < h["entropy"] <= np.log(5) + 1e-6 for h in trained)
-    loaded = torch.jit.load(result["torchscript"])
+    loaded = torch.export.load(result["exported_program"]).module()
     n = int(loaded.state_size)
     logits, value, h, c = loaded(torch.zeros(1, 5), torch.zeros(1, n), torch.zeros(1, n))
     assert logits.shape == (1, 5) and h.shape == (1, 17)

@@ -19,7 +19,7 @@ ADDRESS`` the same config runs on a cluster. What this file adds to RLlib, top t
 4. :class:`MvfstImpalaLearner`: RLlib's IMPALA learner with the paper's loss (summed over T x B
    instead of RLlib's means) and RMSProp (lr 1e-5, smoothing 0.99, eps 0.01, no momentum);
 5. :func:`train_from_config`, :func:`export_checkpoint`: the ``ccgym train`` / ``ccgym export``
-   plug-ins (checkpoints, ``history.jsonl``, TorchScript and native export).
+   plug-ins (checkpoints, ``history.jsonl``, ``torch.export`` and native export).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ import torch
 
 from ccgym.agents.impala_model import (
     MvfstNet,
-    ScriptedPolicy,
+    StepPolicy,
     impala_losses,
     net_from_config,
     with_last_reward,
@@ -580,7 +579,8 @@ def train_from_config(
         out_dir: the run folder: ``config.json``, ``history.jsonl`` (one line per RLlib
             iteration: environment steps, mean episode return and reward per step, losses),
             ``checkpoint.pt`` (the network, for ``ccgym export``), ``rllib/`` (the algorithm's
-            full state), ``policy.pt`` (TorchScript) and ``policy.json`` (native) at the end.
+            full state), ``policy.pt2`` (``torch.export``) and ``policy.json`` (native) at the
+            end.
         resume: continue from ``out_dir/rllib`` (network, optimiser, counters). Ctrl-C saves
             both checkpoints and raises :class:`~ccgym.train.loop.TrainingInterrupted`.
         progress: print one line per iteration to stderr (default: when stderr is a terminal).
@@ -683,7 +683,7 @@ def train_from_config(
         "stats": stats,
     }
     if train.get("export_policy", True):
-        result_out["torchscript"] = str(export_torchscript(ckpt, out / "policy.pt"))
+        result_out["exported_program"] = str(export_program(ckpt, out / "policy.pt2"))
         from ccgym import policies
 
         try:
@@ -695,7 +695,7 @@ def train_from_config(
 
 
 # --------------------------------------------------------------------------------------------
-# Export: TorchScript and the native format
+# Export: torch.export and the native format
 
 
 def load_net(path: str | os.PathLike[str]) -> tuple[MvfstNet, dict[str, Any]]:
@@ -715,27 +715,29 @@ def load_net(path: str | os.PathLike[str]) -> tuple[MvfstNet, dict[str, Any]]:
     return net, ckpt
 
 
-def export_torchscript(checkpoint: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
-    """Writes the policy of a checkpoint as TorchScript (:class:`ScriptedPolicy`):
-    ``torch.jit.load(path)(x, h, c) -> logits, value, h, c``; ``x`` = observation + the
-    clipped last reward; ``h``, ``c`` start at zeros of B x ``int(m.state_size)``."""
+def export_program(checkpoint: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
+    """Writes the policy of a checkpoint as a ``torch.export`` program (:class:`StepPolicy`),
+    batch size free: ``m = torch.export.load(path).module()``, then
+    ``m(x, h, c) -> logits, value, h, c`` with ``x`` = observation + the clipped last reward;
+    ``h``, ``c`` start at zeros of B x ``int(m.state_size)``. (TorchScript, which this
+    replaced, is deprecated in PyTorch.)"""
     net, _ = load_net(checkpoint)
-    policy = ScriptedPolicy(net)
+    policy = StepPolicy(net)
     example = (
         torch.zeros(2, policy.input_dim),
         torch.zeros(2, policy.state_dim),
         torch.zeros(2, policy.state_dim),
     )
-    # Traced, not scripted: the network has no data-dependent branch, and tracing keeps the
-    # Python-side choices (LSTM or not, PyTorch's own LSTM kernel) out of the exported graph.
-    # The tracer warns about the one shape test in `MvfstNet.core` (one step or a sequence);
-    # the exported policy always takes one step per call, so the traced branch is the right one.
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-        scripted = torch.jit.trace(policy, example)
+    # Exported with a symbolic batch: the one shape test in `MvfstNet.core` (one step or a
+    # sequence) reads the time axis, which is always 1 here, so the program takes one step.
+    batch = torch.export.Dim("batch")
+    with torch.no_grad():
+        program = torch.export.export(
+            policy, example, dynamic_shapes=({0: batch}, {0: batch}, {0: batch})
+        )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    scripted.save(str(path))
+    torch.export.save(program, path)
     return path
 
 
@@ -802,7 +804,7 @@ __all__ = [
     "MvfstTrainingEnv",
     "algorithm_config",
     "export_checkpoint",
-    "export_torchscript",
+    "export_program",
     "load_net",
     "native_policy",
     "train_from_config",

@@ -12,8 +12,8 @@ the tests need PyTorch only:
   reference; O(T^2));
 * :func:`impala_losses`: the IMPALA loss of spec 5.6 summed over T x B (torchbeast's), on
   RLlib's V-trace recursion;
-* :class:`ScriptedPolicy`: the network for TorchScript (``forward(x, h, c) -> logits, value,
-  h, c``), what ``ccgym export --torchscript`` writes.
+* :class:`StepPolicy`: the network one decision at a time (``forward(x, h, c) -> logits,
+  value, h, c``), what a training run exports with ``torch.export`` as ``policy.pt2``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from torch import nn
 
 __all__ = [
     "MvfstNet",
-    "ScriptedPolicy",
+    "StepPolicy",
     "impala_losses",
     "vtrace_direct",
     "with_last_reward",
@@ -128,12 +128,12 @@ class MvfstNet(nn.Module):
         return self.policy(core), self.baseline(core).squeeze(-1), h, c
 
 
-class ScriptedPolicy(nn.Module):
-    """One decision at a time, for TorchScript: ``forward(x, h, c)`` with ``x`` B x input_dim
+class StepPolicy(nn.Module):
+    """One decision at a time, for export: ``forward(x, h, c)`` with ``x`` B x input_dim
     returns (logits B x A, value B, h, c). Start with zero ``h``, ``c`` of B x
     ``state_dim`` (0 columns without LSTM) and feed back what it returns; the greedy action is
     the argmax of the logits (spec 5.5: argmax at test). The widths are also buffers, which a
-    loaded TorchScript module keeps: ``int(m.state_size)``, ``int(m.input_size)``."""
+    loaded exported program keeps: ``int(m.state_size)``, ``int(m.input_size)``."""
 
     def __init__(self, net: MvfstNet) -> None:
         super().__init__()
