@@ -60,9 +60,12 @@ class Worker:
 
         def drain() -> None:
             assert proc.stderr is not None
-            for line in proc.stderr:
-                tail.append(line)
-                del tail[:-40]
+            try:
+                for line in proc.stderr:
+                    tail.append(line)
+                    del tail[:-40]
+            except ValueError:  # `close` closed the pipe before the dead worker's EOF came
+                pass
 
         threading.Thread(target=drain, daemon=True).start()
         assert proc.stdout is not None
@@ -76,11 +79,15 @@ class Worker:
             if self.proc.poll() is None:
                 self.proc.kill()
             self.proc.wait()
+            for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    pipe.close()
             self.proc = None
 
     def request(self, req: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         """Send one case; the reply, or ``died`` / ``timeout`` with the worker's last stderr."""
         if self.proc is None or self.proc.poll() is not None:
+            self.close()  # a worker that died: its pipes, before the next one
             self.proc = self._start()
         proc = self.proc
         self.cases += 1
@@ -101,12 +108,12 @@ class Worker:
             proc.kill()
             proc.wait()
             reader.join()
-            self.proc = None
+            self.close()
             self.restarts += 1
             return {"status": "timeout", "limit_s": timeout_s or self.timeout_s, "stderr": tail}
         if not line or not line[0]:
             code = proc.wait()
-            self.proc = None
+            self.close()
             self.restarts += 1
             name = signal.Signals(-code).name if code < 0 else f"exit {code}"
             return {"status": "died", "returncode": code, "signal": name, "stderr": tail}
