@@ -531,3 +531,41 @@ def test_fit_table_keeps_every_cell_whole() -> None:
         assert cell in text
     narrow = perf_table([row])
     assert fit_table(narrow, 1_000) is narrow and narrow.box is not None and narrow.show_edge
+
+
+def test_split_table_cuts_a_too_wide_table_into_parts_of_whole_columns() -> None:
+    """On a terminal narrower than the fitted table, the table is printed in parts of whole
+    columns, each repeating the key columns (scenario, method), the title once at the top and
+    the caption once at the bottom; no cell is cut and no line is wider than the terminal."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ccgym.cli.common import split_table
+
+    table = Table(title="suite x", caption="* = Pareto front")
+    table.add_column("scenario")
+    table.add_column("method")
+    for name in ("seeds", "SU %", "FR %", "Jain", "QL us", "drops MB"):
+        table.add_column(name, justify="right")
+    table.add_row("m2o 128", "policy:adpg-default *", "1", "100.0", "95.6", "1.000", "10.54",
+                  "0.00", style="bold", end_section=True)  # fmt: skip
+    table.add_row("m2o 8192", "timely", "3", "100.0", "37.5", "0.932", "838.81", "10793.35")
+    parts = split_table(table, 54)
+    assert len(parts) == 2
+    console = Console(width=54, record=True)
+    for part in parts:
+        console.print(part)
+    text = console.export_text()
+    assert "…" not in text and all(len(line) <= 54 for line in text.splitlines())
+    for cell in ("100.0", "95.6", "1.000", "838.81", "10793.35", "policy:adpg-default *"):
+        assert cell in text
+    assert text.count("m2o 8192") == 2 and text.count("timely") == 2
+    assert text.count("suite x") == 1 and text.count("Pareto front") == 1
+    assert text.index("suite x") < text.index("SU %") < text.index("drops") < text.index("Pareto")
+    assert [p.rows[0].style for p in parts] == ["bold", "bold"]
+    assert all(p.rows[0].end_section for p in parts)
+    wide = Table()
+    wide.add_column("a")
+    wide.add_column("b", justify="right")
+    wide.add_row("x", "1")
+    assert split_table(wide, 80) == [wide]

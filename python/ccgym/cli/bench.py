@@ -120,7 +120,8 @@ def bench_table(
     """The bench table for a terminal ``width`` columns wide (None: no limit). Whole when it
     fits; otherwise the means only with the Pareto mark after the method, and if still too wide
     without the paper's numbers, each fitted to the width (:func:`fit_table`) and saying in its
-    caption what is left to table.md. So no cell is cut to "ho…"; the files keep everything."""
+    caption what is left to table.md. So no cell is cut to "ho…"; the files keep everything.
+    A terminal narrower still prints it in parts (:func:`~ccgym.cli.common.split_table`)."""
     from ccgym.bench.tables import PARETO_MARK, rich_table
 
     table = rich_table(rows, title, spec)

@@ -275,19 +275,81 @@ def fit_table(table: Table, width: int) -> Table:
     return table
 
 
+def split_table(table: Table, width: int) -> list[Table]:
+    """``table`` fitted to ``width`` columns (:func:`fit_table`) and, when its whole cells still
+    do not fit side by side, cut into parts of whole columns printed one under the other, each
+    part repeating the row's key columns (the leading ones not aligned right: a scenario and a
+    method, say). The title goes with the first part, the caption with the last; row styles and
+    section breaks are kept. Only a key plus one column wider than ``width`` is left to rich."""
+    from rich.table import Table as RichTable
+
+    table = fit_table(table, width)
+    if table_width(table) <= width or len(table.columns) < 2:
+        return [table]
+    columns = table.columns
+    n_keys = 0
+    while n_keys < len(columns) - 1 and columns[n_keys].justify != "right":
+        n_keys += 1
+    n_keys = max(n_keys, 1)
+    # The frame puts one blank between two columns (fit_table: no padding, no edges).
+    keys_width = sum(c.width or 0 for c in columns[:n_keys]) + n_keys - 1
+    groups: list[list[int]] = [[]]
+    used = keys_width
+    for i in range(n_keys, len(columns)):
+        w = (columns[i].width or 0) + 1
+        if groups[-1] and used + w > width:
+            groups.append([])
+            used = keys_width
+        groups[-1].append(i)
+        used += w
+    rows = table.rows
+    cells = [list(c.cells) for c in columns]
+    parts = []
+    for k, group in enumerate(groups):
+        part = RichTable(
+            title=table.title if k == 0 else None,
+            caption=table.caption if k == len(groups) - 1 else None,
+            title_justify=table.title_justify,
+            caption_justify=table.caption_justify,
+            box=table.box,
+            padding=table.padding,
+            show_edge=table.show_edge,
+            header_style=table.header_style,
+            title_style=table.title_style,
+            caption_style=table.caption_style,
+        )
+        chosen = [*range(n_keys), *group]
+        for i in chosen:
+            c = columns[i]
+            part.add_column(
+                c.header, justify=c.justify, style=c.style, header_style=c.header_style,
+                width=c.width, no_wrap=c.no_wrap,
+            )  # fmt: skip
+        for r, row in enumerate(rows):
+            part.add_row(
+                *(cells[i][r] for i in chosen), style=row.style, end_section=row.end_section
+            )
+        parts.append(part)
+    return parts
+
+
 def stdout() -> Console:
     """A console for tables: on a terminal, a table wider than it is fitted to it
-    (:func:`fit_table`); off a terminal, as wide as the table needs."""
+    (:func:`split_table`); off a terminal, as wide as the table needs."""
     from rich.console import Console
     from rich.table import Table
 
     class TableConsole(Console):
         def print(self, *objects: Any, **kwargs: Any) -> None:
-            if self.is_terminal:
-                objects = tuple(
-                    fit_table(o, self.width) if isinstance(o, Table) else o for o in objects
-                )
-            super().print(*objects, **kwargs)
+            if not self.is_terminal:
+                super().print(*objects, **kwargs)
+                return
+            for o in objects:  # a table cut into parts prints them one under the other
+                parts = split_table(o, self.width) if isinstance(o, Table) else [o]
+                for n, part in enumerate(parts):
+                    if n:
+                        super().print()
+                    super().print(part, **kwargs)
 
     console = TableConsole()
     # Off a terminal nothing limits the width: a wide table is printed whole, not cut at 200.
