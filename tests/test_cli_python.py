@@ -569,3 +569,23 @@ def test_split_table_cuts_a_too_wide_table_into_parts_of_whole_columns() -> None
     wide.add_column("b", justify="right")
     wide.add_row("x", "1")
     assert split_table(wide, 80) == [wide]
+
+
+def test_progress_bar_keeps_count_and_clock_whole_on_a_narrow_terminal() -> None:
+    """At 60 columns the bench's bar shows the whole title, count and clock and cuts only the
+    run's label (rich alone had cut the count to "7…" and the clock to "0:…")."""
+    from rich.console import Console
+
+    from ccgym._progress import progress_bar
+
+    label = "m2o 128 · policy:adpg-default · seed 1"
+    for width, whole_label in ((60, False), (120, True)):
+        console = Console(width=width, record=True)
+        bar = progress_bar("report quick", count_width=5, elastic="last", console=console)
+        task = bar.add_task("x", total=29, completed=7, last=label)
+        console.print(bar.make_tasks_table([bar.tasks[task]]))
+        line = console.export_text().rstrip("\n")
+        assert "\n" not in line and len(line) <= width
+        assert line.startswith("report quick") and " 7/29 " in line
+        assert line.endswith("0:00:00")
+        assert (label in line) == whole_label and ("m2o 128" in line)

@@ -218,17 +218,9 @@ def advance(sim: Any, end: int, step: int, on_step: Callable[[], None] | None = 
 
 
 def _run_with_progress(sim: Any, end: int, step: int, name: str, t0: float) -> None:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from ccgym._progress import progress_bar
 
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[sim]}"),
-        TextColumn("{task.fields[eps]}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with progress_bar("{task.description}", fixed=("sim",), elastic="eps", transient=True) as bar:
         task = bar.add_task(name or "simulating", total=end, sim="", eps="")
 
         def update() -> None:

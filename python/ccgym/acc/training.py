@@ -277,7 +277,7 @@ def train(
     total = int(tr["episodes"])
     from ccgym.agents.ddqn import run_queue_episode
 
-    with _progress(progress) as bar:
+    with _progress(progress, total) as bar:
         task = bar.add_task("train", total=total, completed=episode, info="")
         while episode < total:
             entry, load, ep_seed = draw_episode(rng, config)
@@ -351,20 +351,16 @@ def _trim_history(path: Path, episodes: int) -> None:
     path.write_text("".join(x + "\n" for x in lines[:episodes]))
 
 
-def _progress(show: bool | None) -> Any:
+def _progress(show: bool | None, total: int) -> Any:
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ccgym._progress import progress_bar
 
     console = Console(stderr=True)
     enabled = console.is_terminal if show is None else show
-    return Progress(
-        TextColumn("[bold]ddqn"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not enabled,
+    width = 2 * len(str(total)) + 1
+    return progress_bar(
+        "ddqn", count_width=width, elastic="info", console=console, disable=not enabled
     )
 
 

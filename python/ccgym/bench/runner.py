@@ -728,18 +728,9 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
 def progress_bar(title: str, total: int) -> Callable[[str | None], None]:
     """A rich progress bar on stderr; call the result with a label per finished item, and with
     None at the end."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from ccgym._progress import progress_bar
 
-    bar = Progress(
-        TextColumn(f"[bold]{title}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[last]}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
+    bar = progress_bar(title, count_width=2 * len(str(total)) + 1, elastic="last", transient=True)
     bar.start()
     task = bar.add_task(title, total=total, last="")
 

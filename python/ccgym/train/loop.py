@@ -582,20 +582,17 @@ def _log_episode(writer: Any, episode: FinishedEpisode, update: int) -> None:
             writer.add_scalar(f"episode/{episode.label}/{tag}", v, update)
 
 
-def _progress(name: str, show: bool | None) -> Any:
+def _progress(name: str, show: bool | None, total: int) -> Any:
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ccgym._progress import progress_bar
 
     console = Console(stderr=True)
-    columns = (
-        TextColumn(f"[bold]{name}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-    )
     enabled = console.is_terminal if show is None else show
-    return Progress(*columns, console=console, disable=not enabled)
+    width = 2 * len(str(total)) + 1
+    return progress_bar(
+        name, count_width=width, elastic="info", console=console, disable=not enabled
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -718,7 +715,7 @@ def train(
     stats: dict[str, float] = {}
     interrupted = False
     try:
-        with _sigterm_interrupts(), _progress(name, progress) as bar:
+        with _sigterm_interrupts(), _progress(name, progress, target) as bar:
             task = bar.add_task("train", total=target, completed=update, info="")
             while update < target:
                 # ---- collect until the learner's rollout is complete
