@@ -84,12 +84,12 @@ pub struct Packet {
     pub class: u8,
     /// Congestion experienced (set by a switch's ECN marking).
     pub ce: bool,
-    /// Ack: the acknowledged data packet was CE-marked.
-    pub ecn_echo: bool,
-    /// Data: carries an RTT-probe request. Ack: acknowledges such a packet.
-    pub probe: bool,
-    /// Data: the flow wants INT records.
-    pub want_int: bool,
+    /// One-bit facts ([`Packet::FLAG_ECN_ECHO`] and the others), one byte for
+    /// all of them so that a packet keeps to one cache line.
+    pub flags: u8,
+    /// HPCC-PINT feedback: the largest encoded utilisation of the switch
+    /// ports passed (data), echoed by the ACK; 0 when none was written.
+    pub pint: u16,
     /// Data: time the sender started transmitting it. Ack/ProbeReply: echo of it.
     pub ts_tx: Time,
     /// Enqueue time at the current switch queue (for queueing latency).
@@ -124,6 +124,49 @@ pub struct Packet {
 }
 
 impl Packet {
+    /// Ack: the acknowledged data packet was CE-marked.
+    pub const FLAG_ECN_ECHO: u8 = 1;
+    /// Data: carries an RTT-probe request. Ack: acknowledges such a packet.
+    pub const FLAG_PROBE: u8 = 2;
+    /// Data: the flow wants INT records (HPCC).
+    pub const FLAG_WANT_INT: u8 = 4;
+    /// Data: the flow wants PINT feedback (HPCC-PINT).
+    pub const FLAG_WANT_PINT: u8 = 8;
+
+    /// Whether flag `flag` is set.
+    #[inline]
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// Sets flag `flag` to `on`.
+    #[inline]
+    pub fn set(&mut self, flag: u8, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+
+    /// Ack: the acknowledged data packet was CE-marked.
+    #[inline]
+    pub fn ecn_echo(&self) -> bool {
+        self.has(Self::FLAG_ECN_ECHO)
+    }
+
+    /// Data: carries an RTT-probe request. Ack: acknowledges such a packet.
+    #[inline]
+    pub fn probe(&self) -> bool {
+        self.has(Self::FLAG_PROBE)
+    }
+
+    /// Data: the flow wants INT records.
+    #[inline]
+    pub fn want_int(&self) -> bool {
+        self.has(Self::FLAG_WANT_INT)
+    }
+
     fn blank() -> Self {
         Packet {
             kind: PacketKind::Data,
@@ -134,9 +177,8 @@ impl Packet {
             size: 0,
             class: 0,
             ce: false,
-            ecn_echo: false,
-            probe: false,
-            want_int: false,
+            flags: 0,
+            pint: 0,
             ts_tx: 0,
             enq_time: 0,
             in_port: 0,

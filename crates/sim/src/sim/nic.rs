@@ -36,7 +36,7 @@ use super::Simulation;
 use crate::cc::Transport;
 use crate::engine::Event;
 use crate::host::SchedState;
-use crate::packet::{PacketKind, PktId};
+use crate::packet::{Packet, PacketKind, PktId};
 use crate::units::{Time, SEC};
 use std::cmp::Reverse;
 
@@ -267,7 +267,7 @@ impl Simulation {
         p.size = size;
         p.class = f.path.class;
         p.ts_tx = now;
-        p.want_int = f.ctl.want_int;
+        p.set(Packet::FLAG_WANT_INT, f.ctl.want_int);
         p.n_int = 0;
         // Scheduling hints for priority and rank switch ports: the class's
         // priority, or the one the receiver granted (credit-gated
@@ -283,7 +283,7 @@ impl Simulation {
         p.token = token;
         if f.ctl.probe_requested {
             f.ctl.probe_requested = false;
-            p.probe = true;
+            p.set(Packet::FLAG_PROBE, true);
         }
         if seq < f.snd.max_sent {
             f.stats.retx_bytes += payload as u64;

@@ -182,7 +182,7 @@ impl Simulation {
     #[inline]
     fn prefetch_release(&self, s: u32, pid: PktId) {
         let p = self.pool.get(pid);
-        if p.want_int && p.int_slot != NO_INT {
+        if p.want_int() && p.int_slot != NO_INT {
             if let Some(stack) = self.pool.int_stack(p.int_slot) {
                 prefetch_lines(stack, 3);
             }

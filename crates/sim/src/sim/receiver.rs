@@ -28,7 +28,7 @@
 
 use super::Simulation;
 use crate::cc::Transport;
-use crate::packet::{PacketKind, PktId};
+use crate::packet::{Packet, PacketKind, PktId};
 
 impl Simulation {
     /// Packet `pid` arrived at host `h` through its NIC port `in_port`.
@@ -79,7 +79,7 @@ impl Simulation {
     fn receive_data(&mut self, h: u32, pid: PktId) {
         let (fid, seq, payload, ce, probe, ts, hops, n_int) = {
             let p = self.pool.get(pid);
-            (p.flow, p.seq, p.payload as u64, p.ce, p.probe, p.ts_tx, p.hops, p.n_int)
+            (p.flow, p.seq, p.payload as u64, p.ce, p.probe(), p.ts_tx, p.hops, p.n_int)
         };
         let pk = self.scenario.packets.clone();
         let host_cfg = &self.scenario.host;
@@ -151,10 +151,10 @@ impl Simulation {
             f.rcv.unacked_pkts = 0;
             let a = self.control_packet(fid, PacketKind::Ack, h, src, pk.ack, rcv_nxt);
             let p = self.pool.get_mut(a);
-            p.ecn_echo = ce;
+            p.set(Packet::FLAG_ECN_ECHO, ce);
             p.ts_tx = ts;
             p.hops = hops;
-            p.probe = probe;
+            p.set(Packet::FLAG_PROBE, probe);
             p.payload = sacked.min(u32::MAX as u64) as u32;
             if n_int > 0 {
                 self.pool.move_int(pid, a);

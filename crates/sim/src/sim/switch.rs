@@ -218,7 +218,7 @@ impl Simulation {
         let now = self.now;
         let (size, kind, in_port, charge, enq_time, want_int, ce) = {
             let p = self.pool.get(pid);
-            (p.size as u64, p.kind, p.in_port, p.charge, p.enq_time, p.want_int, p.ce)
+            (p.size as u64, p.kind, p.in_port, p.charge, p.enq_time, p.want_int(), p.ce)
         };
         let qu = &mut pt.queues[q];
         qu.ctr.depart(now, enq_time, size);

@@ -90,7 +90,7 @@ impl Simulation {
         let now = self.now;
         let (fid, seq, ecn, ts, hops, sacked) = {
             let p = self.pool.get(pid);
-            (p.flow, p.seq, p.ecn_echo, p.ts_tx, p.hops, p.payload as u64)
+            (p.flow, p.seq, p.ecn_echo(), p.ts_tx, p.hops, p.payload as u64)
         };
         let rto_min = self.scenario.host.rto_min.0;
         let sack_blocks = self.flows[fid as usize].ctl.sack_pipe.is_some().then(|| self.pool.sack(pid));
