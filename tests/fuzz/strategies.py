@@ -134,7 +134,7 @@ CC_PARAMS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
               "min_rate": st.sampled_from(["10Mbps", "100Mbps", "1Gbps"]),
               "rp_timer": st.sampled_from(["1us", "55us", "300us"]),
               "fast_recovery": st.integers(0, 10), "clamp_target": st.booleans()},
-    "hpcc": {"variant": st.sampled_from(["window", "rate"]), "eta": st.floats(0.5, 1.0),
+    "hpcc": {"variant": st.sampled_from(["window", "rate", "pint"]), "eta": st.floats(0.5, 1.0),
              "max_stage": st.integers(0, 5), "fast_react": st.booleans(),
              "r_min": st.sampled_from(["100Mbps", "1Gbps"])},
     "swift": {"ai": st.floats(0.1, 5), "beta": _unit, "max_mdf": st.floats(0.1, 0.9),

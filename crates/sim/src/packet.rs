@@ -142,11 +142,13 @@ impl Packet {
     /// Sets flag `flag` to `on`.
     #[inline]
     pub fn set(&mut self, flag: u8, on: bool) {
-        if on {
-            self.flags |= flag;
-        } else {
-            self.flags &= !flag;
-        }
+        self.flags = (self.flags & !flag) | Self::flag_if(flag, on);
+    }
+
+    /// `flag` if `on`, else no flag (without a branch).
+    #[inline]
+    pub fn flag_if(flag: u8, on: bool) -> u8 {
+        flag * on as u8
     }
 
     /// Ack: the acknowledged data packet was CE-marked.

@@ -21,7 +21,7 @@
 //! otherwise:                         W = Wc + W_AI               (stage -> stage + 1)
 //! ```
 //!
-//! Two variants (parameter `variant`):
+//! Three variants (parameter `variant`):
 //!
 //! * `window` (the paper, Algorithm 1): the control variable is the window W
 //!   (bytes), bounded to [R_min x T, W_init]; the flow is paced at W / T.
@@ -31,6 +31,14 @@
 //!   the window is derived from it: `win = W_init x R / R_line` (HAS_WIN = 1,
 //!   VAR_WIN = 1). The queue term uses `qLen x R_line / (B x W_init)`, which
 //!   equals the paper's `qLen / (B x T)` when W_init = R_line x T.
+//! * `pint` (HPCC-PINT, HPCC-ns3 CC_MODE 10, spec 2.6): the rate variant,
+//!   but data packets carry one 1- or 2-byte field instead of INT records:
+//!   each switch egress port keeps its own EWMA of the utilisation and
+//!   writes it, encoded as a power of `pint_log_base`, when it is larger
+//!   than the field's ([`crate::net::pint`]). Per ACK U is the decoded
+//!   field itself (no EWMA at the sender); the rest is the rate variant's
+//!   update. The switches use one T for all PINT flows, the largest of
+//!   theirs (with `base_rtt` unset, the largest base RTT among them).
 //!
 //! Where the paper is silent this follows HPCC-ns3: U starts at 1; the first
 //! ACK of a flow only stores the INT records (and starts the first RTT epoch,
@@ -55,7 +63,7 @@
 //!   timestamp did not advance is skipped rather than dividing by zero.
 //! * The window variant bounds W below by R_min x T (so that its pacing rate
 //!   W / T respects R_min like the rate variant) and at least one byte.
-//! * MULTI_RATE (per-hop rates) and HPCC-PINT are not implemented.
+//! * MULTI_RATE (per-hop rates) is not implemented.
 //! * ACKs without INT records (a path without switches) leave the flow alone.
 //! * The window limits unacknowledged *payload* bytes (the NIC's window is
 //!   `snd_nxt - snd_una`), while INT counts wire bytes, exactly as in
@@ -63,6 +71,7 @@
 
 use super::{AckEvent, CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
 use crate::config::ConfigError;
+use crate::net::pint::PintCodec;
 use crate::packet::{IntHop, MAX_INT_HOPS};
 use crate::units::{Time, SEC};
 use std::sync::Arc;
@@ -74,6 +83,9 @@ pub enum Variant {
     Window,
     /// HPCC-ns3 (CC_MODE 3): rate R, window W_init x R / R_line.
     Rate,
+    /// HPCC-PINT (HPCC-ns3 CC_MODE 10): the rate variant driven by the
+    /// utilisation the switches encode in one field ([`crate::net::pint`]).
+    Pint,
 }
 
 /// Parameters only needed when a flow starts (shared by the flows of one
@@ -85,6 +97,8 @@ struct StartParams {
     t: Option<Time>,
     w_init: Option<u64>,
     r_min: f64,
+    /// The PINT field's encoding (read by the `pint` variant only).
+    pint: PintCodec,
 }
 
 /// State of HPCC for one flow.
@@ -131,7 +145,12 @@ const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "variant",
         default: "window",
-        help: "\"window\" (paper: window W, paced at W/T) or \"rate\" (HPCC-ns3 CC_MODE 3: rate R, window W_init x R/R_line)",
+        help: "\"window\" (paper: window W, paced at W/T), \"rate\" (HPCC-ns3 CC_MODE 3: rate R, window W_init x R/R_line) or \"pint\" (HPCC-PINT, CC_MODE 10: the rate variant on one encoded utilisation per packet)",
+    },
+    ParamInfo {
+        name: "pint_log_base",
+        default: "1.05",
+        help: "variant pint: log base of the encoded utilisation (1.05: a 1-byte field, 1.01: 2 bytes); one for all flows",
     },
     ParamInfo { name: "eta", default: "0.95", help: "target utilisation eta (U_TARGET), in (0, 1]" },
     ParamInfo {
@@ -193,7 +212,10 @@ impl Hpcc {
             Some(v) => match v.as_str() {
                 Some("window") => Variant::Window,
                 Some("rate") => Variant::Rate,
-                _ => return Err(p.bad("variant", "use \"window\" (paper) or \"rate\" (HPCC-ns3)")),
+                Some("pint") => Variant::Pint,
+                _ => {
+                    return Err(p.bad("variant", "use \"window\" (paper), \"rate\" (HPCC-ns3) or \"pint\" (HPCC-PINT)"))
+                }
             },
         };
         let eta = p.f64("eta", 0.95)?;
@@ -235,12 +257,16 @@ impl Hpcc {
         if w_init_param == Some(0) {
             return Err(p.bad("w_init", "must be positive"));
         }
+        let pint = PintCodec::new(p.f64("pint_log_base", 1.05)?).map_err(|e| p.bad("pint_log_base", e))?;
+        if variant != Variant::Pint && p.raw("pint_log_base").is_some() {
+            return Err(p.bad("pint_log_base", "applies to variant = \"pint\" only"));
+        }
         let r_min = p.rate("r_min", 1e9)?;
         if r_min <= 0.0 {
             return Err(p.bad("r_min", "must be positive"));
         }
         Ok(Hpcc {
-            start: Arc::new(StartParams { r_ai, w_ai, t: t_param, w_init: w_init_param, r_min }),
+            start: Arc::new(StartParams { r_ai, w_ai, t: t_param, w_init: w_init_param, r_min, pint }),
             variant,
             fast_react: bool_param(p, "fast_react", true)?,
             sample_feedback: bool_param(p, "sample_feedback", false)?,
@@ -268,6 +294,12 @@ impl Hpcc {
     /// The variant in use.
     pub fn variant(&self) -> Variant {
         self.variant
+    }
+
+    /// The `pint` variant: the window T it will use on a path of base RTT
+    /// `base_rtt` and the field's encoding, which the switches must share.
+    pub fn pint_setup(&self, base_rtt: Time) -> Option<(Time, PintCodec)> {
+        (self.variant == Variant::Pint).then(|| (self.start.t.unwrap_or(base_rtt).max(1), self.start.pint))
     }
 
     /// Smoothed normalised inflight U of the most loaded hop.
@@ -335,6 +367,31 @@ impl Hpcc {
         any
     }
 
+    /// HPCC-PINT's update (HPCC-ns3 `UpdateRateHpPint`): U is the decoded
+    /// field as it is, with no EWMA at the sender (the switches keep it), and
+    /// the first ACK only starts the first RTT epoch.
+    fn on_pint_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
+        if ack.hops == 0 {
+            return; // no switch on the path wrote the field
+        }
+        let full = ack.ack_seq > self.last_update_seq;
+        if self.last_update_seq == 0 {
+            self.last_update_seq = ctx.flow.snd_nxt;
+            return;
+        }
+        if !full && !self.fast_react {
+            return;
+        }
+        self.u = self.start.pint.decode(ack.pint);
+        let (x, stage) = self.compute();
+        if full {
+            self.reference = x;
+            self.inc_stage = stage;
+            self.last_update_seq = ctx.flow.snd_nxt;
+        }
+        self.apply(ctx, x);
+    }
+
     /// ComputeWind (or its rate form): the new control value from U and the
     /// reference, and the stage it would move to.
     fn compute(&self) -> (f64, u32) {
@@ -358,7 +415,7 @@ impl Hpcc {
                     ctx.set_window((self.win_per_unit * x) as u64);
                 }
             }
-            Variant::Rate => {
+            Variant::Rate | Variant::Pint => {
                 ctx.set_rate(x);
                 if self.use_window {
                     ctx.set_window((self.win_per_unit * x) as u64);
@@ -370,7 +427,11 @@ impl Hpcc {
 
 impl CongestionControl for Hpcc {
     fn on_start(&mut self, ctx: &mut CcCtx) {
-        ctx.request_int();
+        if self.variant == Variant::Pint {
+            ctx.request_pint(self.start.pint.bytes());
+        } else {
+            ctx.request_int();
+        }
         let line = ctx.flow.line_rate;
         let sp = &self.start;
         let t = sp.t.unwrap_or(ctx.flow.base_rtt).max(1) as f64;
@@ -389,7 +450,7 @@ impl CongestionControl for Hpcc {
                 self.hi = w_init;
                 self.lo = (r_min * t_bytes).clamp(1.0, w_init);
             }
-            Variant::Rate => {
+            Variant::Rate | Variant::Pint => {
                 self.ai = w_ai.map_or(r_ai, |w| w as f64 / t_bytes);
                 self.win_per_unit = w_init / line;
                 self.q_den = w_init / line * (8 * SEC) as f64;
@@ -409,6 +470,10 @@ impl CongestionControl for Hpcc {
     }
 
     fn on_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
+        if self.variant == Variant::Pint {
+            self.on_pint_ack(ctx, ack);
+            return;
+        }
         let int = ack.int;
         if int.is_empty() {
             return;

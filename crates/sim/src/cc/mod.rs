@@ -86,6 +86,9 @@ pub struct FlowCtl {
     pub probe_requested: bool,
     /// Data packets must collect INT records.
     pub want_int: bool,
+    /// HPCC-PINT: bytes of the PINT field each data packet carries (0: the
+    /// flow asks for no PINT feedback).
+    pub pint_bytes: u8,
     /// An agent flow has a decision request ready for its policy (see [`agent`]).
     pub decision_due: bool,
     /// The sender may not transmit (an agent with blocking timing waits for
@@ -126,6 +129,7 @@ impl FlowCtl {
             timer: None,
             probe_requested: false,
             want_int: false,
+            pint_bytes: 0,
             decision_due: false,
             paused: false,
             sack_pipe: None,
@@ -189,6 +193,11 @@ impl CcCtx<'_> {
     /// Asks switches to append INT records to this flow's data packets.
     pub fn request_int(&mut self) {
         self.flow.want_int = true;
+    }
+    /// Asks switches for HPCC-PINT feedback on this flow's data packets, in a
+    /// field of `bytes` bytes (1 or 2) that every data packet carries.
+    pub fn request_pint(&mut self, bytes: u8) {
+        self.flow.pint_bytes = bytes;
     }
 }
 
@@ -262,6 +271,9 @@ pub struct AckEvent<'a> {
     pub hops: u32,
     /// INT records of the data packet's path, first hop first.
     pub int: &'a [IntHop],
+    /// HPCC-PINT: the largest encoded utilisation the data packet's switch
+    /// ports wrote (0 when none did; see [`crate::net::pint`]).
+    pub pint: u16,
     /// SACK flows: bytes this ACK newly delivered, SACKed or cumulatively
     /// acknowledged and not SACKed before (0 without SACK).
     pub delivered: u64,

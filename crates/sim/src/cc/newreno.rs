@@ -425,6 +425,7 @@ pub(super) mod tests {
             rtt: 10 * US,
             hops: 1,
             int: &[],
+            pint: 0,
             delivered: 0,
             sack_high: 0,
         }

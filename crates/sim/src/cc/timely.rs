@@ -367,6 +367,7 @@ mod tests {
             rtt,
             hops: 1,
             int: &[],
+            pint: 0,
             delivered: 0,
             sack_high: 0,
         }

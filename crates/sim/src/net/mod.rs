@@ -4,6 +4,7 @@
 pub mod buffer;
 pub mod link_config;
 pub mod link_model;
+pub mod pint;
 pub mod port;
 pub mod rank_queue;
 pub mod switch;

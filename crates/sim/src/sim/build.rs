@@ -208,6 +208,7 @@ impl Simulation {
             homa: None,
             sweep: Default::default(),
             one_way_delay: None,
+            pint: None,
         };
         if sim.scenario.metrics.one_way_delay {
             sim.one_way_delay = Some(Box::default());
@@ -252,6 +253,8 @@ impl Simulation {
             };
             built.push(cc);
         }
+        // HPCC-PINT: one window T (the largest of its flows') and one log base for all switches.
+        let mut pint: Option<(Time, crate::net::pint::PintCodec, String)> = None;
         for (id, (s, cc)) in specs.iter().zip(built).enumerate() {
             let hash = flow_hash(id as u32, s.src, s.dst);
             let fwd = self.topo.path(s.src, s.dst, hash);
@@ -262,6 +265,25 @@ impl Simulation {
             let ser_fwd: Time = fwd.iter().map(|&p| ser_time(full, self.ports[p as usize].rate_bps)).sum();
             let ser_rev: Time = rev.iter().map(|&p| ser_time(ack, self.ports[p as usize].rate_bps)).sum();
             let base_rtt = prop + ser_fwd + ser_rev;
+            if let Cc::Hpcc(h) = &cc {
+                if let Some((t, codec)) = h.pint_setup(base_rtt) {
+                    match &mut pint {
+                        None => pint = Some((t, codec, s.cc_field.clone())),
+                        Some((t_max, c, _)) if c.base() == codec.base() => *t_max = (*t_max).max(t),
+                        Some((_, c, first)) => {
+                            return Err(ConfigError::new(
+                                format!("{}.pint_log_base", s.cc_field),
+                                codec.base(),
+                                format!(
+                                    "every HPCC-PINT flow must use one log base (switches encode for all of \
+                                     them): {first}.pint_log_base is {}",
+                                    c.base()
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
             let ideal_fct = if s.size == UNLIMITED {
                 0
             } else {
@@ -375,6 +397,7 @@ impl Simulation {
                     timer: None,
                     probe_requested: false,
                     want_int: false,
+                    pint_bytes: 0,
                     decision_due: false,
                     paused: false,
                     sack_pipe: sack.then_some(0),
@@ -406,6 +429,9 @@ impl Simulation {
             if let Some(t) = s.stop {
                 self.app.push((t.max(s.start), id, AppAction::Stop));
             }
+        }
+        if let Some((t, codec, _)) = pint {
+            self.pint = Some(Box::new(crate::net::pint::PintPorts::new(self.ports.len(), t, codec)));
         }
         // Stable sort keeps generation order among equal times: deterministic.
         self.app.sort_by_key(|a| a.0);

@@ -107,6 +107,8 @@ pub struct Simulation {
     pool: PacketPool,
     events: EventQueue,
     rng: Xoshiro256PlusPlus,
+    /// HPCC-PINT's per-port utilisation estimates, when a flow uses it.
+    pint: Option<Box<crate::net::pint::PintPorts>>,
     /// `host.tx_jitter` (read on every host transmission).
     tx_jitter: f64,
     /// `switch.load_balancing = "packet"` (read on every switch hop).

@@ -253,7 +253,7 @@ impl Simulation {
             }
         };
         let payload = end.saturating_sub(seq).min(pk.payload as u64) as u32;
-        let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 };
+        let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 } + f.ctl.pint_bytes as u32;
         if f.inflight() == 0 {
             f.snd.last_progress = now;
         }
@@ -267,7 +267,9 @@ impl Simulation {
         p.size = size;
         p.class = f.path.class;
         p.ts_tx = now;
-        p.set(Packet::FLAG_WANT_INT, f.ctl.want_int);
+        // A fresh packet's flags are all clear: written in one store.
+        p.flags = Packet::flag_if(Packet::FLAG_WANT_INT, f.ctl.want_int)
+            | Packet::flag_if(Packet::FLAG_WANT_PINT, f.ctl.pint_bytes > 0);
         p.n_int = 0;
         // Scheduling hints for priority and rank switch ports: the class's
         // priority, or the one the receiver granted (credit-gated

@@ -77,9 +77,9 @@ impl Simulation {
 
     /// A data packet of its flow reached the receiving host `h`.
     fn receive_data(&mut self, h: u32, pid: PktId) {
-        let (fid, seq, payload, ce, probe, ts, hops, n_int) = {
+        let (fid, seq, payload, ce, probe, ts, hops, n_int, pint) = {
             let p = self.pool.get(pid);
-            (p.flow, p.seq, p.payload as u64, p.ce, p.probe(), p.ts_tx, p.hops, p.n_int)
+            (p.flow, p.seq, p.payload as u64, p.ce, p.probe(), p.ts_tx, p.hops, p.n_int, p.pint)
         };
         let pk = self.scenario.packets.clone();
         let host_cfg = &self.scenario.host;
@@ -151,10 +151,10 @@ impl Simulation {
             f.rcv.unacked_pkts = 0;
             let a = self.control_packet(fid, PacketKind::Ack, h, src, pk.ack, rcv_nxt);
             let p = self.pool.get_mut(a);
-            p.set(Packet::FLAG_ECN_ECHO, ce);
+            p.flags = Packet::flag_if(Packet::FLAG_ECN_ECHO, ce) | Packet::flag_if(Packet::FLAG_PROBE, probe);
             p.ts_tx = ts;
             p.hops = hops;
-            p.set(Packet::FLAG_PROBE, probe);
+            p.pint = pint;
             p.payload = sacked.min(u32::MAX as u64) as u32;
             if n_int > 0 {
                 self.pool.move_int(pid, a);

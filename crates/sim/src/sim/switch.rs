@@ -32,7 +32,7 @@ use crate::net::buffer::BufferModel;
 use crate::net::port::{Discipline, Port, PortStats};
 use crate::net::rank_queue::{RankAdmit, RankedPkt};
 use crate::net::switch::Admit;
-use crate::packet::{IntHop, PacketKind, PacketPool, PktId};
+use crate::packet::{IntHop, Packet, PacketKind, PacketPool, PktId};
 use crate::topology::{ecmp_index, spray_hash};
 use crate::units::Time;
 
@@ -216,9 +216,9 @@ impl Simulation {
             (q, pid)
         };
         let now = self.now;
-        let (size, kind, in_port, charge, enq_time, want_int, ce) = {
+        let (size, kind, in_port, charge, enq_time, flags, ce) = {
             let p = self.pool.get(pid);
-            (p.size as u64, p.kind, p.in_port, p.charge, p.enq_time, p.want_int(), p.ce)
+            (p.size as u64, p.kind, p.in_port, p.charge, p.enq_time, p.flags, p.ce)
         };
         let qu = &mut pt.queues[q];
         qu.ctr.depart(now, enq_time, size);
@@ -237,12 +237,20 @@ impl Simulation {
                 pt.queues[q].ctr.ecn_bytes += size;
             }
             let (rate, txb, qlen) = (pt.rate_bps, pt.tx_bytes, pt.queued);
-            if want_int {
+            if flags & Packet::FLAG_WANT_INT != 0 {
                 self.pool.push_int(pid, IntHop { rate_bps: rate, ts: now, tx_bytes: txb, qlen });
             }
             let p = self.pool.get_mut(pid);
             p.ce |= marked;
             p.hops = p.hops.saturating_add(1);
+        }
+        if let Some(pint) = self.pint.as_deref_mut() {
+            let pint_data = kind == PacketKind::Data && flags & Packet::FLAG_WANT_PINT != 0;
+            let d = crate::net::pint::Dequeue { size, rate_bps: pt.rate_bps, queued: pt.queued, pint_data };
+            if let Some(code) = pint.dequeue(port, now, d, &mut self.rng) {
+                let p = self.pool.get_mut(pid);
+                p.pint = p.pint.max(code);
+            }
         }
         let resume = if q == 0 || rank_turn {
             self.mmus[s as usize].release_control(size);

@@ -88,9 +88,9 @@ impl Simulation {
     /// An ACK reached the sender of its flow.
     pub(super) fn on_ack(&mut self, pid: PktId) {
         let now = self.now;
-        let (fid, seq, ecn, ts, hops, sacked) = {
+        let (fid, seq, ecn, ts, hops, sacked, pint) = {
             let p = self.pool.get(pid);
-            (p.flow, p.seq, p.ecn_echo(), p.ts_tx, p.hops, p.payload as u64)
+            (p.flow, p.seq, p.ecn_echo(), p.ts_tx, p.hops, p.payload as u64, p.pint)
         };
         let rto_min = self.scenario.host.rto_min.0;
         let sack_blocks = self.flows[fid as usize].ctl.sack_pipe.is_some().then(|| self.pool.sack(pid));
@@ -143,6 +143,7 @@ impl Simulation {
                 rtt,
                 hops: hops as u32,
                 int,
+                pint,
                 delivered: sack_delivery.0,
                 sack_high: sack_delivery.1,
             };

@@ -32,6 +32,7 @@ fn ack(h: &mut Hpcc, f: &mut FlowCtl, seq: u64, int: &[IntHop]) {
         rtt: 10 * US,
         hops: int.len() as u32,
         int,
+        pint: 0,
         delivered: 0,
         sack_high: 0,
     };
