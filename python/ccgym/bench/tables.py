@@ -161,9 +161,8 @@ SLOWDOWN = TableSpec(
     metrics=SLOWDOWN_METRICS,
     published_fields=(),
     published_title="paper",
-    published_source=(
-        "none embedded: the pFabric, pHost and Homa papers give these results as plots"
-    ),
+    # Shared by the receiver-driven (pFabric, pHost, Homa) and hpcc-pint (PINT) suites.
+    published_source="none embedded: the papers give these results as plots (see the suite file)",
     extra=(
         *(f"sd{i}_p50" for i in range(len(BUCKET_TITLES))),
         *(f"done{i}" for i in range(len(BUCKET_TITLES))),
