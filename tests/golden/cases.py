@@ -88,6 +88,12 @@ CASES: dict[str, dict[str, Any]] = {
         "cc": "hpcc",
         "overrides": ["duration=1.5ms", 'metrics.window=["0.5ms", "1.5ms"]'],
     },
+    # HPCC-PINT: per-port utilisation estimates, randomly rounded codes in one packet field.
+    "fat-tree-hpcc-pint": {
+        "scenario": "fat-tree-websearch",
+        "cc": "hpcc",
+        "overrides": ["duration=1.5ms", 'metrics.window=["0.5ms", "1.5ms"]', 'cc.variant="pint"'],
+    },
     # Uncontrolled line-rate bursts into a lossy switch: drops and go-back-N recovery.
     "incast-burst-line-rate": {
         "scenario": "incast-burst",
