@@ -318,6 +318,24 @@ fn pint_drains_an_incast_and_holds_eta_on_one_byte_of_feedback() {
     }
 }
 
+/// With one ACK in 16 used (PINT_PROB = 1/16) the control still holds eta with a short queue.
+#[test]
+fn pint_holds_eta_on_a_sixteenth_of_the_acks() {
+    for n in [2, 16] {
+        let sim = long_flows(pint(json!({"pint_prob": 0.0625})), n, json!({"burst": 1}));
+        let (util, qmean, qmax) = bottleneck(&sim);
+        let g = goodputs(&sim);
+        println!(
+            "pint, 1/16 of ACKs: {n}-to-1 utilisation {util:.4}, queue mean {:.2} KB max {:.1} KB, Jain {:.4}",
+            qmean / 1e3,
+            qmax / 1e3,
+            jain(&g)
+        );
+        assert!((util - ETA).abs() < 0.03, "{n}: utilisation {util}");
+        assert!(qmean < 10e3, "{n}: queue mean {qmean}");
+    }
+}
+
 /// At the same utilisation a PINT packet carries 41 bytes less than an INT one
 /// (one byte instead of five hops' 42): about 4 % more goodput for one flow.
 #[test]
@@ -370,6 +388,8 @@ fn pint_bad_parameters_are_rejected_naming_the_field() {
         (pint(json!({"pint_log_base": 1.0})), "cc.pint_log_base"),
         (pint(json!({"pint_log_base": 1.000_01})), "cc.pint_log_base"),
         (json!({"algorithm": "hpcc", "variant": "rate", "pint_log_base": 1.01}), "cc.pint_log_base"),
+        (pint(json!({"pint_prob": 1.5})), "cc.pint_prob"),
+        (pint(json!({"pint_prob": 0})), "cc.pint_prob"),
     ] {
         let sc = scenario(3, "1ms", cc, one.clone());
         let e = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("rejected").to_string();

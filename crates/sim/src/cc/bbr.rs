@@ -280,7 +280,7 @@ impl Bbr {
         self.mode = BbrMode::ProbeBw;
         self.cwnd_gain = 2.0;
         // Uniformly one of the seven phases other than 0.75 (index 1).
-        let r = (splitmix(now ^ salt.rotate_left(29)) % 7) as usize;
+        let r = (super::splitmix(now ^ salt.rotate_left(29)) % 7) as usize;
         self.cycle_index = (r + 2) % GAIN_CYCLE.len();
         self.pacing_gain = GAIN_CYCLE[self.cycle_index];
         self.cycle_stamp = now;
@@ -456,14 +456,6 @@ impl Bbr {
     fn apply_window(&self, ctx: &mut CcCtx) {
         ctx.set_window((self.cwnd + self.pipe.above_hole as f64) as u64);
     }
-}
-
-/// A 64-bit mixer (SplitMix64's finaliser) for the random first phase.
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 impl CongestionControl for Bbr {

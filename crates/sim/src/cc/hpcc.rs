@@ -99,6 +99,9 @@ struct StartParams {
     r_min: f64,
     /// The PINT field's encoding (read by the `pint` variant only).
     pint: PintCodec,
+    /// `pint` variant: the share of ACKs used, as a threshold on a 53-bit draw
+    /// (`2^53` = every ACK).
+    pint_sample: u64,
 }
 
 /// State of HPCC for one flow.
@@ -146,6 +149,11 @@ const PARAMS: &[ParamInfo] = &[
         name: "variant",
         default: "window",
         help: "\"window\" (paper: window W, paced at W/T), \"rate\" (HPCC-ns3 CC_MODE 3: rate R, window W_init x R/R_line) or \"pint\" (HPCC-PINT, CC_MODE 10: the rate variant on one encoded utilisation per packet)",
+    },
+    ParamInfo {
+        name: "pint_prob",
+        default: "1.0",
+        help: "variant pint: share of ACKs used (PINT_PROB); the others change nothing",
     },
     ParamInfo {
         name: "pint_log_base",
@@ -258,15 +266,22 @@ impl Hpcc {
             return Err(p.bad("w_init", "must be positive"));
         }
         let pint = PintCodec::new(p.f64("pint_log_base", 1.05)?).map_err(|e| p.bad("pint_log_base", e))?;
-        if variant != Variant::Pint && p.raw("pint_log_base").is_some() {
-            return Err(p.bad("pint_log_base", "applies to variant = \"pint\" only"));
+        let pint_prob = p.f64("pint_prob", 1.0)?;
+        if !(pint_prob > 0.0 && pint_prob <= 1.0) {
+            return Err(p.bad("pint_prob", "the share of ACKs used must be in (0, 1]"));
         }
+        for name in ["pint_log_base", "pint_prob"] {
+            if variant != Variant::Pint && p.raw(name).is_some() {
+                return Err(p.bad(name, "applies to variant = \"pint\" only"));
+            }
+        }
+        let pint_sample = (pint_prob * (1u64 << 53) as f64) as u64;
         let r_min = p.rate("r_min", 1e9)?;
         if r_min <= 0.0 {
             return Err(p.bad("r_min", "must be positive"));
         }
         Ok(Hpcc {
-            start: Arc::new(StartParams { r_ai, w_ai, t: t_param, w_init: w_init_param, r_min, pint }),
+            start: Arc::new(StartParams { r_ai, w_ai, t: t_param, w_init: w_init_param, r_min, pint, pint_sample }),
             variant,
             fast_react: bool_param(p, "fast_react", true)?,
             sample_feedback: bool_param(p, "sample_feedback", false)?,
@@ -373,6 +388,12 @@ impl Hpcc {
     fn on_pint_ack(&mut self, ctx: &mut CcCtx, ack: &AckEvent) {
         if ack.hops == 0 {
             return; // no switch on the path wrote the field
+        }
+        // PINT_PROB: an unsampled ACK changes nothing. The draw hashes the ACK's arrival
+        // time and sequence number (reproducible, no generator state per flow).
+        let sample = self.start.pint_sample;
+        if sample < 1 << 53 && crate::cc::splitmix(ctx.now ^ ack.ack_seq.rotate_left(32)) >> 11 >= sample {
+            return;
         }
         let full = ack.ack_seq > self.last_update_seq;
         if self.last_update_seq == 0 {

@@ -670,3 +670,13 @@ impl CongestionControl for Cc {
         dispatch!(self, c => c.transport())
     }
 }
+
+/// A 64-bit mixer (SplitMix64's finaliser): a CC's random draw as a function of what it knows
+/// (the time, a sequence number), so that runs stay reproducible without per-flow generator
+/// state (BBR's first ProbeBW phase, HPCC-PINT's ACK sampling).
+pub(crate) fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

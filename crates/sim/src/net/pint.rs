@@ -32,8 +32,9 @@
 //!   previous packet's time and size follow every packet the port dequeues
 //!   (ACKs and other control packets included), as HPCC-ns3's do. PFC frames,
 //!   which skip the queues, are not counted.
-//! * Every ACK carries the field back and every ACK is used (`PINT_PROB = 1`,
-//!   HPCC-ns3's default; sampling is not implemented).
+//! * Every ACK carries the field back; the sender uses a share `pint_prob`
+//!   of them (`PINT_PROB`, 1 by default as in HPCC-ns3), drawn from a hash
+//!   of the ACK's arrival time and sequence number.
 
 use crate::units::{Time, SEC};
 use rand::Rng;

@@ -309,3 +309,33 @@ fn bad_parameters_are_rejected() {
     }
     assert!(build(json!({"variant": "rate", "eta": 1, "max_stage": 5, "r_ai": "10Mbps"})).is_ok());
 }
+
+/// HPCC-PINT uses the share `pint_prob` of its ACKs, whichever they are; the others change
+/// nothing (HPCC-ns3's PINT_PROB).
+#[test]
+fn pint_uses_the_sampled_share_of_acks() {
+    for (prob, lo, hi) in [(1.0, 2000, 2000), (0.25, 440, 560)] {
+        let mut h = build(json!({"variant": "pint", "base_rtt": "10us", "pint_prob": prob})).unwrap();
+        let mut f = flow();
+        start(&mut h, &mut f);
+        f.snd_nxt = 10_000; // the first ACK's epoch ends there: the others are fast reactions
+        let codec = PintCodec::new(1.05).unwrap();
+        let mut changes = 0;
+        for k in 0..=2000u64 {
+            // Fast reactions only (after the first ACK, which starts the epoch): each used ACK
+            // sets the rate from its own code, and consecutive codes differ.
+            let ev = AckEvent { ack_seq: 1, hops: 1, pint: 130 + (k % 31) as u16, ..Default::default() };
+            let before = h.current();
+            let mut ctx = CcCtx { now: k * 1_000, flow: &mut f };
+            h.on_ack(&mut ctx, &ev);
+            if k > 0 && h.current() != before {
+                changes += 1;
+                let u = codec.decode(ev.pint);
+                assert!(close(h.current(), (100e9 / (u / 0.95) + 40e6).min(100e9)), "{}", h.current());
+            }
+        }
+        assert!((lo..=hi).contains(&changes), "prob {prob}: {changes} of 2000 ACKs used");
+    }
+    assert!(build(json!({"variant": "pint", "pint_prob": 0})).is_err());
+    assert!(build(json!({"variant": "rate", "pint_prob": 0.5})).is_err());
+}
