@@ -82,6 +82,32 @@ fn jain(x: &[f64]) -> f64 {
     s * s / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
 }
 
+/// Each sender's own estimate U of the most loaded hop.
+fn senders_u(sim: &Simulation) -> Vec<f64> {
+    sim.flows()
+        .iter()
+        .map(|f| match &f.cc {
+            Cc::Hpcc(h) => h.utilisation(),
+            _ => unreachable!("an HPCC run"),
+        })
+        .collect()
+}
+
+/// Prints the bottleneck of long flows `label` and asserts it is held within `tol` of eta
+/// with a mean queue under 10 KB.
+fn assert_holds_eta(label: &str, sim: &Simulation, tol: f64) {
+    let (util, qmean, qmax) = bottleneck(sim);
+    let g = goodputs(sim);
+    println!(
+        "{label}: utilisation {util:.4}, queue mean {:.2} KB max {:.1} KB, Jain {:.4}",
+        qmean / 1e3,
+        qmax / 1e3,
+        jain(&g)
+    );
+    assert!((util - ETA).abs() < tol, "{label}: utilisation {util}");
+    assert!(qmean < 10e3, "{label}: queue mean {qmean}");
+}
+
 #[test]
 fn incast_16_to_1_of_1mb_finishes_within_15_percent_of_ideal_with_a_drained_queue() {
     for v in VARIANTS {
@@ -127,14 +153,7 @@ fn long_flows_hold_eta_with_a_near_empty_queue() {
             let sim = long_flows(hpcc(v), n, json!({"burst": 1}));
             let (util, qmean, qmax) = bottleneck(&sim);
             let g = goodputs(&sim);
-            let u: Vec<f64> = sim
-                .flows()
-                .iter()
-                .map(|f| match &f.cc {
-                    Cc::Hpcc(h) => h.utilisation(),
-                    _ => unreachable!(),
-                })
-                .collect();
+            let u = senders_u(&sim);
             println!(
                 "{v}: {n}-to-1 long flows: utilisation {util:.4}, queue mean {:.2} KB max {:.1} KB, \
                  goodput {:.2}..{:.2} Gb/s, Jain {:.4}, U {:.3}..{:.3}",
@@ -164,15 +183,7 @@ fn long_flows_hold_eta_with_a_near_empty_queue() {
 fn with_the_default_4kb_nic_bursts_queue_and_utilisation_stay_close() {
     for n in [2, 16] {
         let sim = long_flows(hpcc("window"), n, json!({}));
-        let (util, qmean, _) = bottleneck(&sim);
-        let g = goodputs(&sim);
-        println!(
-            "window, 4 KB NIC bursts: {n}-to-1 long flows: utilisation {util:.4}, queue mean {:.2} KB, Jain {:.4}",
-            qmean / 1e3,
-            jain(&g)
-        );
-        assert!((util - ETA).abs() < 0.035, "{n}: utilisation {util}");
-        assert!(qmean < 10e3, "{n}: queue mean {qmean}");
+        assert_holds_eta(&format!("window, 4 KB NIC bursts: {n}-to-1 long flows"), &sim, 0.035);
     }
 }
 
@@ -297,23 +308,9 @@ fn pint_drains_an_incast_and_holds_eta_on_one_byte_of_feedback() {
     assert!(mean(&later) < 10e3 && max(&later) < 30e3, "queue not drained");
     for n in [1, 2, 16] {
         let sim = long_flows(pint(json!({})), n, json!({"burst": 1}));
-        let (util, qmean, qmax) = bottleneck(&sim);
-        println!(
-            "pint: {n}-to-1 long flows: utilisation {util:.4}, queue mean {:.2} KB max {:.1} KB",
-            qmean / 1e3,
-            qmax / 1e3
-        );
-        assert!((util - ETA).abs() < 0.02, "{n}: utilisation {util}");
-        assert!(qmean < 10e3, "{n}: queue mean {qmean}");
+        assert_holds_eta(&format!("pint: {n}-to-1 long flows"), &sim, 0.02);
         // The sender's U is the decoded field: within one step of the base of eta.
-        let u: Vec<f64> = sim
-            .flows()
-            .iter()
-            .map(|f| match &f.cc {
-                Cc::Hpcc(h) => h.utilisation(),
-                _ => unreachable!(),
-            })
-            .collect(); // fmt: skip
+        let u = senders_u(&sim);
         assert!(u.iter().all(|&x| (x / ETA - 1.0).abs() < 0.2), "{n}: U {u:?}");
     }
 }
@@ -323,16 +320,7 @@ fn pint_drains_an_incast_and_holds_eta_on_one_byte_of_feedback() {
 fn pint_holds_eta_on_a_sixteenth_of_the_acks() {
     for n in [2, 16] {
         let sim = long_flows(pint(json!({"pint_prob": 0.0625})), n, json!({"burst": 1}));
-        let (util, qmean, qmax) = bottleneck(&sim);
-        let g = goodputs(&sim);
-        println!(
-            "pint, 1/16 of ACKs: {n}-to-1 utilisation {util:.4}, queue mean {:.2} KB max {:.1} KB, Jain {:.4}",
-            qmean / 1e3,
-            qmax / 1e3,
-            jain(&g)
-        );
-        assert!((util - ETA).abs() < 0.03, "{n}: utilisation {util}");
-        assert!(qmean < 10e3, "{n}: queue mean {qmean}");
+        assert_holds_eta(&format!("pint, 1/16 of ACKs: {n}-to-1"), &sim, 0.03);
     }
 }
 
@@ -404,8 +392,7 @@ fn pint_bad_parameters_are_rejected_naming_the_field() {
             {"kind": "flows", "flows": [{"src": 1, "dst": 0}]},
             {"kind": "flows", "flows": [{"src": 2, "dst": 0}], "cc": {"algorithm": "hpcc", "variant": "pint", "pint_log_base": 1.01}},
         ]),
-    ); // fmt: skip
-    sc["duration"] = json!("1ms");
+    );
     let e = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("rejected").to_string();
     assert!(e.contains("pint_log_base") && e.contains("one log base"), "{e}");
 }
