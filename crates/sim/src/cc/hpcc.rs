@@ -210,7 +210,11 @@ fn bool_param(p: &Params, name: &str, default: bool) -> Result<bool, ConfigError
 impl Hpcc {
     /// Name, summary and parameters.
     pub fn info() -> CcInfo {
-        CcInfo { name: "hpcc", summary: "HPCC (Li et al., SIGCOMM 2019): INT-driven window and rate", params: PARAMS }
+        CcInfo {
+            name: "hpcc",
+            summary: "HPCC (Li et al., SIGCOMM 2019): INT-driven window and rate; HPCC-PINT (variant pint)",
+            params: PARAMS,
+        }
     }
 
     /// Builds it from scenario parameters, rejecting values that make no sense.
