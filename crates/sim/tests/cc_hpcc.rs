@@ -396,3 +396,29 @@ fn pint_bad_parameters_are_rejected_naming_the_field() {
     let e = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("rejected").to_string();
     assert!(e.contains("pint_log_base") && e.contains("one log base"), "{e}");
 }
+
+/// The field keeps the largest code of the path. Two senders cross a 50 Gb/s link between two
+/// switches before the receiver's lightly loaded 100 Gb/s downlink, the last port they pass:
+/// HPCC-PINT holds the 50 Gb/s link at eta, which it could not if the downlink's code replaced
+/// the bottleneck's.
+#[test]
+fn pint_reports_the_most_loaded_port_of_the_path() {
+    let sc = json!({
+        "duration": "6ms",
+        "topology": {"kind": "dumbbell", "left": 2, "right": 1, "link_rate": "100Gbps", "link_delay": "1us",
+                     "bottleneck_rate": "50Gbps", "bottleneck_delay": "1us"},
+        "switch": {"pfc": {"enabled": true}},
+        "host": {"burst": 1},
+        "cc": pint(json!({})),
+        "metrics": {"sample_interval": "1us", "flow_series": false, "window": ["2ms", "6ms"]},
+        "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 2}, {"src": 1, "dst": 2}]}],
+    });
+    let sim = run(sc);
+    let b = &sim.summary()["bottleneck"];
+    let (port, util) = (b["port"].as_str().unwrap().to_string(), b["utilization"].as_f64().unwrap());
+    let delivered: f64 = goodputs(&sim).iter().sum();
+    println!("pint across two switches: bottleneck {port} at {util:.4}, goodput {delivered:.2} Gb/s");
+    assert!(!port.ends_with("->h2"), "the bottleneck is the 50 Gb/s link, not {port}");
+    assert!((util - ETA).abs() < 0.02, "utilisation {util}");
+    assert!(b["queue_mean_kb"].as_f64().unwrap() < 10.0, "{b}");
+}
