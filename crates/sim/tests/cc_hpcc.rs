@@ -384,7 +384,7 @@ fn pint_bad_parameters_are_rejected_naming_the_field() {
         assert!(e.starts_with(field), "{e}");
     }
     // Switches encode for every PINT flow: one log base for all of them.
-    let mut sc = scenario(
+    let sc = scenario(
         3,
         "1ms",
         pint(json!({})),
