@@ -2,7 +2,7 @@
 
 Runs a short, broad set of scenarios through an instrumented native module, so that the profile
 it leaves behind knows which branches of the core are hot in the runs people make: the incast
-under every classic CC, the fat trees and leaf-spine of ``ccgym perf --topologies``, the
+under every classic CC, the fat trees and leaf-spine of ``ccgym perf --topologies``, HPCC-PINT, the
 144-host fabric under every method of the receiver-driven suite, emulated WAN links with their
 traces, and native policies (flow agents and switch-queue agents). Code that no run reaches is
 laid out as cold, so a CC or feature missing here would run slower than in a plain build; keep
@@ -52,6 +52,12 @@ def _topology(entry: str, duration: str, cc: str) -> Run:
     return lambda: _run_dict(perf.topology_scenario(entry, duration, cc))
 
 
+def _pint(data: dict[str, Any]) -> Run:
+    """HPCC-PINT (its switch estimate and field), on the scenario ``data``."""
+    data["cc"]["variant"] = "pint"
+    return lambda: _run_dict(data)
+
+
 def _fabric(method: str) -> Run:
     return lambda: _run_dict(perf.fabric_scenario(method, "4ms"))
 
@@ -92,6 +98,10 @@ def _runs() -> list[tuple[str, Run]]:
     for entry, duration in topologies:
         for cc in ("line_rate", "hpcc", "dcqcn"):
             runs.append((f"{entry} {cc}", _topology(entry, duration, cc)))
+    runs.append(("incast 16 hpcc-pint", _pint(perf.incast_scenario(16, "4ms", "hpcc"))))
+    runs.append(
+        ("fat-tree-8 hpcc-pint", _pint(perf.topology_scenario("fat-tree-8", "100us", "hpcc")))
+    )
     for method in load_suite(perf.FABRIC_SUITE).get("presets") or {}:
         runs.append((f"fabric {method}", _fabric(method)))
     # Emulated WAN links (traces, a policer, rate schedules) under the window-based CCs.
