@@ -139,12 +139,6 @@ impl Packet {
         self.flags & flag != 0
     }
 
-    /// Sets flag `flag` to `on`.
-    #[inline]
-    pub fn set(&mut self, flag: u8, on: bool) {
-        self.flags = (self.flags & !flag) | Self::flag_if(flag, on);
-    }
-
     /// `flag` if `on`, else no flag (without a branch).
     #[inline]
     pub fn flag_if(flag: u8, on: bool) -> u8 {

@@ -318,7 +318,12 @@ impl Hpcc {
     /// The `pint` variant: the window T it will use on a path of base RTT
     /// `base_rtt` and the field's encoding, which the switches must share.
     pub fn pint_setup(&self, base_rtt: Time) -> Option<(Time, PintCodec)> {
-        (self.variant == Variant::Pint).then(|| (self.start.t.unwrap_or(base_rtt).max(1), self.start.pint))
+        (self.variant == Variant::Pint).then(|| (self.window_t(base_rtt), self.start.pint))
+    }
+
+    /// T on a path of base RTT `base_rtt`: `base_rtt` unless the parameter sets it.
+    fn window_t(&self, base_rtt: Time) -> Time {
+        self.start.t.unwrap_or(base_rtt).max(1)
     }
 
     /// Smoothed normalised inflight U of the most loaded hop.
@@ -459,7 +464,7 @@ impl CongestionControl for Hpcc {
         }
         let line = ctx.flow.line_rate;
         let sp = &self.start;
-        let t = sp.t.unwrap_or(ctx.flow.base_rtt).max(1) as f64;
+        let t = self.window_t(ctx.flow.base_rtt) as f64;
         // Bytes a rate moves in T: rate x t_bytes.
         let t_bytes = t / (8 * SEC) as f64;
         let w_init = sp.w_init.map_or(line * t / (8 * SEC) as f64, |w| w as f64).max(1.0);

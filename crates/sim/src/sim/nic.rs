@@ -285,7 +285,7 @@ impl Simulation {
         p.token = token;
         if f.ctl.probe_requested {
             f.ctl.probe_requested = false;
-            p.set(Packet::FLAG_PROBE, true);
+            p.flags |= Packet::FLAG_PROBE;
         }
         if seq < f.snd.max_sent {
             f.stats.retx_bytes += payload as u64;
