@@ -341,7 +341,7 @@ def stdout() -> Console:
 
     class TableConsole(Console):
         def print(self, *objects: Any, **kwargs: Any) -> None:
-            if not self.is_terminal:
+            if not self.is_terminal or not any(isinstance(o, Table) for o in objects):
                 super().print(*objects, **kwargs)
                 return
             for o in objects:  # a table cut into parts prints them one under the other
