@@ -212,6 +212,18 @@ pub struct SwitchConfig {
     /// hash: a flow keeps one path) or `packet` (packet spraying: every
     /// packet hashed with its sequence number, as pFabric and pHost run).
     pub load_balancing: String,
+    /// Packet trimming (NDP): a data packet that a FIFO or priority queue
+    /// refuses is cut to its header (`packets.header` bytes) and forwarded
+    /// in the control queue, so its receiver learns of the loss at once.
+    /// When a data queue is full, a fair coin decides whether the arriving
+    /// packet or the last one queued is cut (the arrival then takes its
+    /// place), as htsim's NDP switches do. Rank ports never trim.
+    pub trim: bool,
+    /// Trimming switches: bytes of cut headers a port's control queue may
+    /// hold; a header arriving beyond it is dropped (ACKs, pulls and other
+    /// control packets are never dropped). 0: twice `port_buffer` (htsim's
+    /// rule), or no limit when `port_buffer` is 0.
+    pub trim_header_queue: Bytes,
 }
 
 impl Default for SwitchConfig {
@@ -234,6 +246,8 @@ impl Default for SwitchConfig {
             buffer_model: "shared".into(),
             port_buffer: Bytes(0),
             load_balancing: "flow".into(),
+            trim: false,
+            trim_header_queue: Bytes(0),
         }
     }
 }
@@ -329,7 +343,9 @@ pub struct HostConfig {
     /// receiver keeps out-of-order data and acknowledges every packet, only a
     /// fixed timeout `rto` repairs losses); `phost` pHost's (tokens paced
     /// by the receiver name each packet; `phost_*` below); `homa` Homa's
-    /// (unscheduled first RTT, grants, RESEND; `homa_*` below).
+    /// (unscheduled first RTT, grants, RESEND; `homa_*` below); `hopass`
+    /// HOPASS's fast layer; `ndp` NDP's (an initial window, then one packet
+    /// per pull; cut headers are NACKed and resent; `ndp_*` below).
     pub loss_recovery: String,
     /// Cap on unacknowledged bytes per flow (0 = no cap).
     pub max_outstanding: Bytes,
@@ -448,6 +464,13 @@ pub struct HostConfig {
     /// (YAPS), which lets a standing queue grow at a host that both sends
     /// and receives.
     pub phost_count_control: bool,
+    /// NDP: packets a flow sends at its start before any pull (its initial
+    /// window); `None`: one BDP of its path (line rate x base RTT), rounded
+    /// up to whole packets. 1 to 1000.
+    pub ndp_iw: Option<u32>,
+    /// NDP: the receiver's pull pacer releases one pull per full-packet
+    /// time at this fraction of its downlink (htsim: 0.99).
+    pub ndp_pull_rate: f64,
     /// TCP flows: selective acknowledgements (RFC 2018) and SACK-based loss
     /// recovery (RFC 6675): the receiver reports up to 3 out-of-order
     /// ranges per ACK and the sender repairs every hole of a window in about
@@ -498,6 +521,8 @@ impl Default for HostConfig {
             hopass_window: 100,
             hopass_resend_timeout: 25.0,
             phost_count_control: true,
+            ndp_iw: None,
+            ndp_pull_rate: 0.99,
             sack: false,
         }
     }

@@ -56,6 +56,8 @@ pub struct Flow {
     pub hp: Option<Box<HopassFlow>>,
     /// The SACK scoreboard (`Some` on TCP flows with `host.sack` only).
     pub sack: Option<Box<crate::sack::SackBoard>>,
+    /// NDP's state, both halves (`Some` on NDP flows only).
+    pub nd: Option<Box<NdpFlow>>,
 }
 
 /// What is fixed when a flow is created.
@@ -201,6 +203,38 @@ pub struct HopassFlow {
     pub stalled: (u64, Time, u64),
 }
 
+/// NDP's per-flow state, both halves. Boxed in [`Flow::nd`], present on NDP
+/// flows only.
+#[derive(Clone, Debug, Default)]
+pub struct NdpFlow {
+    /// Sender: packets it may still send without a pull (the initial window,
+    /// and after a timeout the packets it resends at once).
+    pub unpulled: u32,
+    /// Sender: the highest pull number heard (pull numbers count a flow's
+    /// pulls, so a lost pull is made good by the next one).
+    pub max_pull: u64,
+    /// Sender: pulls spent so far.
+    pub pulls_spent: u64,
+    /// Sender: byte offsets of packets to resend before new data (NACKed, or
+    /// unacknowledged at a timeout), lowest first.
+    pub resend: std::collections::BTreeSet<u64>,
+    /// Sender: ranges acknowledged beyond `snd_una`, sorted (each ACK names
+    /// one packet, so the cumulative point moves when the holes fill).
+    pub acked: Vec<(u64, u64)>,
+    /// Receiver: pulls released so far (the number the last one carried).
+    pub pull_no: u64,
+    /// Receiver: pulls requested and not yet released by the host's pacer.
+    pub pulls_queued: u32,
+}
+
+impl NdpFlow {
+    /// Sender: packets it may send now (the initial window's, then pulls').
+    #[inline]
+    pub fn credit(&self) -> u64 {
+        self.unpulled as u64 + self.max_pull.saturating_sub(self.pulls_spent)
+    }
+}
+
 /// TCP sender loss-recovery state (RFC 6582 NewReno, RFC 6298 estimator).
 #[derive(Clone, Debug, Default)]
 pub struct TcpRecovery {
@@ -284,7 +318,10 @@ impl Flow {
                         .sack
                         .as_ref()
                         .is_some_and(|b| b.next_lost.is_some() && self.pipe() < self.ctl.window.min(max_outstanding)))
-                || matches!(self.path.transport, Transport::PHost | Transport::Homa | Transport::Hopass))
+                || matches!(
+                    self.path.transport,
+                    Transport::PHost | Transport::Homa | Transport::Hopass | Transport::Ndp
+                ))
             && self.transport_allows()
     }
 
@@ -303,6 +340,12 @@ impl Flow {
             Transport::Homa => {
                 self.ctl.snd_nxt < self.snd.granted || self.homa.as_ref().is_some_and(|h| !h.resend.is_empty())
             }
+            // Credit (the initial window or a pull), and a packet to resend
+            // or new data.
+            Transport::Ndp => self
+                .nd
+                .as_ref()
+                .is_some_and(|n| n.credit() > 0 && (!n.resend.is_empty() || self.ctl.snd_nxt < self.ctl.app_limit)),
         }
     }
 

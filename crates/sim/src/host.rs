@@ -172,4 +172,7 @@ pub enum GrantPolicy {
     /// first) and the large flows (smallest OPT / (wait + theta) among those
     /// whose class's token rate allows a token), `sim/hopass.rs`.
     Hopass,
+    /// NDP's pull pacer: one pull per packet time, round robin over the
+    /// flows with pulls waiting (`sim/ndp.rs`).
+    Ndp,
 }

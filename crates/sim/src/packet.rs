@@ -40,6 +40,11 @@ pub enum PacketKind {
     /// Homa BUSY from the sender: it is alive but serves messages with fewer
     /// bytes left before the one a RESEND asked for.
     Busy,
+    /// A data packet whose payload a trimming switch cut off (NDP,
+    /// `switch.trim`): `seq` and `payload` still name the data it carried,
+    /// so its receiver can ask for that data again. It travels as a control
+    /// packet (queue 0) from the switch that cut it.
+    Header,
 }
 
 /// One INT record, appended by a switch egress port to a data packet.

@@ -398,6 +398,18 @@ impl Simulation {
             "evicted_packets": ev,
             "evicted_bytes": ev_bytes,
         });
+        if self.scenario().switch.trim {
+            // Only runs that trim report it, so that other runs' summaries
+            // keep their keys.
+            let (mut cut, mut cut_bytes) = (0u64, 0u64);
+            for &p in &self.series().ports {
+                let pt = &self.ports()[p as usize];
+                cut += pt.stats.win_trims;
+                cut_bytes += pt.stats.win_trim_bytes;
+            }
+            summary["losses"]["trimmed_packets"] = json!(cut);
+            summary["losses"]["trimmed_bytes"] = json!(cut_bytes);
+        }
     }
 
     /// The time series and per-port / per-flow tables.

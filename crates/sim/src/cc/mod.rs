@@ -22,6 +22,7 @@ mod homa;
 mod hopass;
 mod hpcc;
 mod line_rate;
+mod ndp;
 mod newreno;
 mod pfabric;
 mod phost;
@@ -40,6 +41,7 @@ pub use homa::Homa;
 pub use hopass::{large_flow_score, normalised_weights, ClassRate, Hopass, RateLaw};
 pub use hpcc::Hpcc;
 pub use line_rate::LineRate;
+pub use ndp::Ndp;
 pub use newreno::NewReno;
 pub use pfabric::PFabric;
 pub use phost::PHost;
@@ -246,6 +248,13 @@ pub enum Transport {
     /// WRR; each token names a packet still missing. The receiver
     /// acknowledges once, when all data has arrived (`sim/hopass.rs`).
     Hopass,
+    /// NDP: the sender sends its initial window at once and then one packet
+    /// per pull; the receiver acknowledges every packet, NACKs every header a
+    /// trimming switch cut, and pulls once per arrival, paced at its downlink
+    /// rate, round robin over its flows; the sender resends NACKed packets
+    /// before new data, and after a timeout everything unacknowledged
+    /// (`sim/ndp.rs`).
+    Ndp,
 }
 
 /// An acknowledgement as the sender sees it.
@@ -371,6 +380,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         PHost::info(),
         Homa::info(),
         Hopass::info(),
+        Ndp::info(),
         LineRate::info(),
         FixedRate::info(),
         Copa::info(),
@@ -414,6 +424,8 @@ pub enum Cc {
     Homa(Homa),
     /// HOPASS's fast-layer end hosts (tokens per class from the receiver, no CC).
     Hopass(Hopass),
+    /// NDP's end hosts (initial window, then pulls from the receiver; no CC).
+    Ndp(Ndp),
     /// Copa (boxed: its RTT filters would widen every flow's CC state).
     Copa(Box<Copa>),
     /// BBR v1 (boxed, as Copa).
@@ -553,6 +565,7 @@ impl Cc {
             "phost" => build!(PHost, PHost),
             "homa" => build!(Homa, Homa),
             "hopass" => build!(Hopass, Hopass),
+            "ndp" => build!(Ndp, Ndp),
             "copa" => Ok(Cc::Copa(Box::new(Copa::from_params(&Params::new(cfg, field, Copa::info().params)?)?))),
             "bbr" => Ok(Cc::Bbr(Box::new(Bbr::from_params(&Params::new(cfg, field, Bbr::info().params)?)?))),
             "agent" => {
@@ -600,6 +613,7 @@ impl Cc {
             Cc::PHost(_) => "phost",
             Cc::Homa(_) => "homa",
             Cc::Hopass(_) => "hopass",
+            Cc::Ndp(_) => "ndp",
             Cc::Copa(_) => "copa",
             Cc::Bbr(_) => "bbr",
         }
@@ -623,6 +637,7 @@ macro_rules! dispatch {
             Cc::PHost($cc) => $call,
             Cc::Homa($cc) => $call,
             Cc::Hopass($cc) => $call,
+            Cc::Ndp($cc) => $call,
             Cc::Copa($cc) => $call,
             Cc::Bbr($cc) => $call,
         }

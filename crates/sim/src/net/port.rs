@@ -109,7 +109,8 @@ pub struct QueueCounters {
     pub max_bytes: u64,
     /// Bytes transmitted that carried a CE mark, since the start.
     pub ecn_bytes: u64,
-    /// Packets dropped (admission drops and rank-queue evictions), since the start.
+    /// Packets dropped (admission drops and rank-queue evictions) or cut to
+    /// their header (trimming ports), since the start.
     pub drops: u64,
     /// Bytes dropped, since the start.
     pub drop_bytes: u64,
@@ -245,6 +246,17 @@ pub struct PortStats {
     pub win_evictions: u64,
     /// Bytes of those packets.
     pub win_eviction_bytes: u64,
+    /// Data packets cut to their header (trimming switches; all time). Not
+    /// drops: the header goes on.
+    pub trims: u64,
+    /// Of the cuts, packets that were queued when a later arrival found
+    /// the queue full and the coin picked them (all time); the rest were
+    /// cut on arrival.
+    pub trims_queued: u64,
+    /// Packets cut inside the window.
+    pub win_trims: u64,
+    /// Their bytes before the cut.
+    pub win_trim_bytes: u64,
 }
 
 /// Number of queue-length bins of the ECN profile; they span [0, 1.25 kmax].

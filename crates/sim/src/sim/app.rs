@@ -57,6 +57,10 @@ impl Simulation {
                         // Pioneers and the RTS before the first data.
                         self.hopass_start(fid);
                     }
+                    if self.flows[fid as usize].path.transport == Transport::Ndp {
+                        // The initial window before the first data.
+                        self.ndp_start(fid);
+                    }
                     self.cc_event(fid, |cc, ctx| cc.on_start(ctx));
                     if credit {
                         self.send_rts(fid);

@@ -193,6 +193,8 @@ impl Simulation {
             rng,
             tx_jitter: sc.host.tx_jitter,
             spray: sc.switch.load_balancing == "packet",
+            trim: sc.switch.trim,
+            trim_header_limit: super::ndp::header_queue_limit(&sc),
             now: 0,
             end,
             window,
@@ -321,6 +323,7 @@ impl Simulation {
                 "phost" => Transport::PHost,
                 "homa" => Transport::Homa,
                 "hopass" => Transport::Hopass,
+                "ndp" => Transport::Ndp,
                 _ => cc.transport(),
             };
             if transport == Transport::Homa && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
@@ -355,7 +358,8 @@ impl Simulation {
                 | Transport::PFabric
                 | Transport::PHost
                 | Transport::Homa
-                | Transport::Hopass => self.scenario.host.rto.0,
+                | Transport::Hopass
+                | Transport::Ndp => self.scenario.host.rto.0,
             };
             let sack = transport == Transport::Tcp && self.scenario.host.sack;
             self.flows.push(Flow {
@@ -420,6 +424,7 @@ impl Simulation {
                 homa: None,
                 hp: (transport == Transport::Hopass).then(Box::default),
                 sack: sack.then(Box::default),
+                nd: (transport == Transport::Ndp).then(Box::default),
             });
             let id = id as u32;
             self.app.push((s.start, id, AppAction::Start));
@@ -618,12 +623,13 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
-    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost", "homa", "hopass"].contains(&h.loss_recovery.as_str())
+    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost", "homa", "hopass", "ndp"]
+        .contains(&h.loss_recovery.as_str())
     {
         return e(
             "host.loss_recovery",
             &format!("\"{}\"", h.loss_recovery),
-            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\", \"phost\", \"homa\" or \"hopass\"",
+            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\", \"phost\", \"homa\", \"hopass\" or \"ndp\"",
         );
     }
     if h.ack_every == 0 {
@@ -690,6 +696,7 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
     validate_phost(h)?;
     super::homa::validate_homa(h)?;
     super::hopass::validate(sc)?;
+    super::ndp::validate(sc)?;
     if h.pfabric_probe_after == 0 {
         return Err(ConfigError::new("host.pfabric_probe_after", 0, "must be at least 1 timeout"));
     }

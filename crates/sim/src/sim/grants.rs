@@ -137,6 +137,7 @@ impl Simulation {
             GrantPolicy::PHost => self.phost_token_next(h),
             GrantPolicy::Homa => self.homa_schedule(h),
             GrantPolicy::Hopass => self.hopass_token_next(h),
+            GrantPolicy::Ndp => self.ndp_pull_next(h),
         }
     }
 
@@ -208,6 +209,10 @@ impl Simulation {
         }
         if self.flows[fid as usize].path.transport == Transport::Hopass {
             self.hopass_on_token(pid);
+            return;
+        }
+        if self.flows[fid as usize].path.transport == Transport::Ndp {
+            self.ndp_on_pull(pid);
             return;
         }
         self.pool.free(pid);

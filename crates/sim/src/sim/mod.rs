@@ -40,6 +40,13 @@ macro_rules! ph {
     };
 }
 
+/// NDP's per-flow state of a flow known to be NDP's.
+macro_rules! nd {
+    ($f:expr) => {
+        $f.nd.as_deref_mut().expect("an NDP flow has its state")
+    };
+}
+
 mod app;
 mod bridge;
 mod build;
@@ -51,6 +58,7 @@ mod homa;
 mod hopass;
 mod link;
 mod metrics;
+mod ndp;
 mod nic;
 mod prefetch;
 mod queue_agent;
@@ -113,6 +121,10 @@ pub struct Simulation {
     tx_jitter: f64,
     /// `switch.load_balancing = "packet"` (read on every switch hop).
     spray: bool,
+    /// `switch.trim` (read when a data queue refuses a packet).
+    trim: bool,
+    /// Bytes of cut headers a trimming port's control queue may hold.
+    trim_header_limit: u64,
     now: Time,
     end: Time,
     window: (Time, Time),

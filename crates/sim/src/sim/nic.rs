@@ -251,6 +251,8 @@ impl Simulation {
             Transport::GoBackN | Transport::Tcp | Transport::PFabric => {
                 (next, offered, f.path.class.saturating_sub(1), 0)
             }
+            // A packet to resend (NACKed) first, then new data.
+            Transport::Ndp => (super::ndp::next_data(f), offered, f.path.class.saturating_sub(1), 0),
         };
         let payload = end.saturating_sub(seq).min(pk.payload as u64) as u32;
         let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 } + f.ctl.pint_bytes as u32;

@@ -44,12 +44,37 @@ impl Simulation {
                     Transport::PHost => self.phost_receive_data(h, pid),
                     Transport::Homa => self.homa_receive_data(h, pid),
                     Transport::Hopass => self.hopass_receive_data(h, pid),
+                    Transport::Ndp => self.ndp_receive(h, pid, false),
                     _ => self.receive_data(h, pid),
                 }
             }
+            PacketKind::Header => {
+                // Only NDP's receivers answer a cut header; to any other
+                // transport it is a lost packet.
+                let fid = self.pool.get(pid).flow;
+                if self.flows[fid as usize].path.transport == Transport::Ndp {
+                    self.ndp_receive(h, pid, true);
+                } else {
+                    self.pool.free(pid);
+                }
+            }
             PacketKind::Probe => self.answer_probe(h, pid),
-            PacketKind::Ack => self.on_ack(pid),
-            PacketKind::Nack => self.on_nack(pid),
+            PacketKind::Ack => {
+                let fid = self.pool.get(pid).flow;
+                if self.flows[fid as usize].path.transport == Transport::Ndp {
+                    self.ndp_on_ack(pid);
+                } else {
+                    self.on_ack(pid);
+                }
+            }
+            PacketKind::Nack => {
+                let fid = self.pool.get(pid).flow;
+                if self.flows[fid as usize].path.transport == Transport::Ndp {
+                    self.ndp_on_nack(pid);
+                } else {
+                    self.on_nack(pid);
+                }
+            }
             PacketKind::Cnp => self.on_cnp(pid),
             PacketKind::ProbeReply => self.on_probe_reply(pid),
             PacketKind::Rts => self.on_rts(h, pid),
@@ -119,7 +144,12 @@ impl Simulation {
                     insert_range(&mut f.rcv.ooo, seq, seq + payload);
                     send_ack = true;
                 }
-                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa | Transport::Hopass => {
+                Transport::GoBackN
+                | Transport::Credit
+                | Transport::PHost
+                | Transport::Homa
+                | Transport::Hopass
+                | Transport::Ndp => {
                     let expected = f.rcv.rcv_nxt;
                     let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
                     if !recent {

@@ -136,7 +136,13 @@ impl Simulation {
             Discipline::Rank(_) => 1,
         };
         let in_rank = q != 0 && matches!(pt.discipline, Discipline::Rank(_));
-        let (admit, charge) = if q == 0 {
+        let (mut admit, mut charge) = if q == 0 {
+            if kind == PacketKind::Header && pt.queues[0].bytes + size > self.trim_header_limit {
+                // A trimming port's header queue is full (htsim drops the header).
+                count_drop(&mut pt.stats, size, self.in_window);
+                self.pool.free(pid);
+                return;
+            }
             // Control packets bypass admission (HPCC-ns3): they are tiny and
             // must not be lost to the data they regulate.
             buf.hold_control(size);
@@ -151,6 +157,23 @@ impl Simulation {
             let out_local = self.port_local[out as usize] as usize;
             buf.admit(inp, out_local, q, size, pt.queues[q].bytes)
         };
+        if self.trim && matches!(admit, Admit::Drop) && kind == PacketKind::Data && !in_rank {
+            // NDP: a full data queue cuts a packet instead of dropping it.
+            // A fair coin picks the last packet queued (the arrival is then
+            // offered again) or the arrival.
+            if !self.trim_tail(s, out, q) {
+                self.trim_to_header(s, out, q, pid);
+                return;
+            }
+            let inp = self.port_local[in_port as usize] as usize;
+            let out_local = self.port_local[out as usize] as usize;
+            let qbytes = self.ports[out as usize].queues[q].bytes;
+            (admit, charge) = self.mmus[s as usize].admit(inp, out_local, q, size, qbytes);
+            if matches!(admit, Admit::Drop) {
+                self.trim_to_header(s, out, q, pid);
+                return;
+            }
+        }
         match admit {
             Admit::Drop => {
                 let pt = &mut self.ports[out as usize];
@@ -188,6 +211,77 @@ impl Simulation {
                 self.try_send(out);
             }
         }
+    }
+
+    /// A trimming port `out` of switch `s` refused a data packet for its
+    /// queue `q`: on a fair coin, cuts the last packet queued there (which
+    /// frees its place for the arrival) and returns true; otherwise, or with
+    /// nothing queued, returns false.
+    fn trim_tail(&mut self, s: u32, out: u32, q: usize) -> bool {
+        if !rand::Rng::random::<bool>(&mut self.rng) {
+            return false;
+        }
+        let now = self.now;
+        let pt = &mut self.ports[out as usize];
+        let Some(victim) = pt.queues[q].pkts.pop_back() else { return false };
+        let (size, in_port, charge, enq_time) = {
+            let p = self.pool.get(victim);
+            (p.size as u64, p.in_port, p.charge, p.enq_time)
+        };
+        let qu = &mut pt.queues[q];
+        qu.ctr.depart(now, enq_time, size);
+        qu.bytes -= size;
+        pt.queued -= size;
+        let inp = self.port_local[in_port as usize] as usize;
+        let out_local = self.port_local[out as usize] as usize;
+        let resume = self.mmus[s as usize].release(inp, out_local, q, size, charge);
+        if resume {
+            self.send_pfc(in_port, q as u8, false);
+        }
+        self.ports[out as usize].stats.trims_queued += 1;
+        self.trim_to_header(s, out, q, victim);
+        true
+    }
+
+    /// Cuts data packet `pid` to its header at port `out` of switch `s`
+    /// (its data queue `q` refused it, or it was the last one queued): the
+    /// payload counts as dropped, and the header joins the port's control
+    /// queue, unless that already holds the header queue's limit.
+    fn trim_to_header(&mut self, s: u32, out: u32, q: usize, pid: PktId) {
+        let now = self.now;
+        let header = self.scenario.packets.header;
+        let p = self.pool.get_mut(pid);
+        let cut = p.size as u64;
+        p.kind = PacketKind::Header;
+        p.size = header;
+        p.class = 0;
+        p.enq_time = now;
+        self.cons.dropped_bytes += cut;
+        let pt = &mut self.ports[out as usize];
+        pt.stats.trims += 1;
+        if self.in_window {
+            pt.stats.win_trims += 1;
+            pt.stats.win_trim_bytes += cut;
+        }
+        pt.queues[q].ctr.drops += 1;
+        pt.queues[q].ctr.drop_bytes += cut;
+        let size = header as u64;
+        if pt.queues[0].bytes + size > self.trim_header_limit {
+            count_drop(&mut pt.stats, size, self.in_window);
+            self.pool.free(pid);
+            return;
+        }
+        self.mmus[s as usize].hold_control(size);
+        let qu = &mut pt.queues[0];
+        qu.pkts.push_back(pid);
+        qu.bytes += size;
+        qu.ctr.max_bytes = qu.ctr.max_bytes.max(qu.bytes);
+        pt.queued += size;
+        pt.stats.max_queue = pt.stats.max_queue.max(pt.queued);
+        if self.in_window {
+            pt.stats.win_max_queue = pt.stats.win_max_queue.max(pt.queued);
+        }
+        self.try_send(out);
     }
 
     /// A transmit opportunity of switch port `port`: a PFC frame if one is

@@ -124,9 +124,12 @@ impl Simulation {
                 f.snd.probing = false;
                 (false, false)
             }
-            Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa | Transport::Hopass => {
-                (false, false)
-            }
+            Transport::GoBackN
+            | Transport::Credit
+            | Transport::PHost
+            | Transport::Homa
+            | Transport::Hopass
+            | Transport::Ndp => (false, false),
         };
         if f.snd.finished.is_none() {
             let old_rate = f.ctl.rate;
@@ -246,6 +249,12 @@ impl Simulation {
                 self.homa_sender_timeout(fid);
                 continue;
             }
+            if f.path.transport == Transport::Ndp {
+                // A header dropped by a full header queue (or a packet lost
+                // on a link) got no NACK: resend what is unacknowledged.
+                self.ndp_timeout(fid);
+                continue;
+            }
             f.ctl.snd_nxt = f.ctl.snd_una;
             match f.path.transport {
                 Transport::Tcp => {
@@ -269,7 +278,12 @@ impl Simulation {
                     }
                 }
                 // The fixed timeout stays; a credit flow resends below its grant.
-                Transport::GoBackN | Transport::Credit | Transport::PHost | Transport::Homa | Transport::Hopass => {}
+                Transport::GoBackN
+                | Transport::Credit
+                | Transport::PHost
+                | Transport::Homa
+                | Transport::Hopass
+                | Transport::Ndp => {}
             }
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);
