@@ -20,7 +20,7 @@ from ccgym.bench.slowdown import scores, size_profile
 from ccgym.bench.tables import SLOWDOWN, build_rows, csv_text, markdown_table
 from ccgym.scenario import load_scenario
 
-METHODS = ["pfabric", "phost", "dctcp", "dcqcn", "newreno", "homa", "hopass"]
+METHODS = ["pfabric", "phost", "dctcp", "dcqcn", "newreno", "homa", "hopass", "ndp"]
 QUICK = [
     "topology.leaves=2",
     "topology.spines=2",
@@ -38,7 +38,7 @@ def _suite(tmp_path: Path, methods: str, top: str = "") -> Path:
 def test_bundled_suite_methods_are_presets() -> None:
     suite = load_suite("receiver-driven")
     ccs = known_ccs()
-    assert {"homa", "hopass"} <= set(ccs)
+    assert {"homa", "hopass", "ndp"} <= set(ccs)
     assert suite["methods"] == METHODS and suite["skipped_methods"] == []
     assert suite["table"] == "slowdown" and len(suite["scenario"]) == 9
     jobs = suite_jobs(suite)
@@ -52,6 +52,9 @@ def test_bundled_suite_methods_are_presets() -> None:
     # YAPS's control packets are a bare 40-byte header, for both designs.
     assert {"packets.ack=40", "packets.rts=40", "packets.grant=40"} <= set(ph.preset["overrides"])
     assert "packets.ack=40" in pf.preset["overrides"]
+    nd = next(j for j in jobs if j.method == "ndp")
+    assert nd.preset is not None and nd.preset["cc"] == "ndp"
+    assert {"switch.trim=true", "switch.load_balancing=packet"} <= set(nd.preset["overrides"])
 
 
 def test_preset_overrides_come_after_the_cc_and_the_scenario(tmp_path: Path) -> None:
@@ -155,10 +158,15 @@ def test_quick_suite_end_to_end(tmp_path: Path) -> None:
     assert by["homa"]["sd0_mean"] < 1.3 and by["homa"]["sd0_p99"] < by["dctcp"]["sd0_p99"]
     assert by["hopass"]["sd0_p99"] < by["dctcp"]["sd0_p99"]
     assert any(r["pareto"] for r in rows)
+    # NDP's too: its switches cut packets rather than drop them.
+    assert by["ndp"]["sd0_p99"] < by["dctcp"]["sd0_p99"]
+    assert by["ndp"]["trimmed"] > 0 and by["ndp"]["drops"] == 0
+    assert by["pfabric"]["trimmed"] is None
     # pFabric's drops include evictions; PFC keeps DCQCN lossless.
     assert by["pfabric"]["evicted"] > 0 and by["dcqcn"]["drops"] == 0
     header = markdown_table(rows, "t", SLOWDOWN).splitlines()[2]
     assert "<=10KB mean" in header and "large Gb/s" in header and "drops" in header
+    assert "cut" in header
     table = list(csv.DictReader(io.StringIO(csv_text(rows, SLOWDOWN))))
     assert len(table) == len(METHODS) and "sd3_p50" in table[0] and "done0" in table[0]
     assert all(r.get("size_profile", {}).get("mean") for r in records)

@@ -6,7 +6,8 @@ FCT slowdown of the flows that started in the window and completed (``sd{i}_mean
 ``sd{i}_p50``, ``sd{i}_p99``) and the share of them that completed (``done{i}``, %); the large
 flows' goodput (``large_gbps``: mean over completed large flows of size / FCT) and the rate at
 which all large flows delivered in the window (``large_window_gbps``); switch drops in packets
-(``drops``) and, of them, rank-queue evictions (``evicted``).
+(``drops``) and, of them, rank-queue evictions (``evicted``); data packets cut to their header
+by trimming switches (``trimmed``: NDP; not drops, None in runs that do not trim).
 
 Beside the scores, :func:`size_profile` bins every scored flow's slowdown by size on a log
 scale, finer than the buckets, for the slowdown-against-size plots
@@ -66,6 +67,7 @@ def scores(summary: Mapping[str, Any]) -> dict[str, float | None]:
     losses = summary.get("losses") or {}
     out["drops"] = _num(losses.get("drops_packets"))
     out["evicted"] = _num(losses.get("evicted_packets"))
+    out["trimmed"] = _num(losses.get("trimmed_packets"))
     return out
 
 

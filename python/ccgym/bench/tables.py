@@ -157,6 +157,7 @@ SLOWDOWN = TableSpec(
         ("large_gbps", "large Gb/s", ".2f"),
         ("large_window_gbps", "large agg Gb/s", ".0f"),
         ("drops", "drops", ".0f"),
+        ("trimmed", "cut", ".0f"),
     ),
     metrics=SLOWDOWN_METRICS,
     published_fields=(),
@@ -170,7 +171,8 @@ SLOWDOWN = TableSpec(
     ),
 )
 """Slowdown by flow size (:mod:`ccgym.bench.slowdown`): mean and p99 FCT slowdown per size
-bucket, large-flow goodput (mean per completed flow, and aggregate in the window), drops."""
+bucket, large-flow goodput (mean per completed flow, and aggregate in the window), drops, and
+packets cut by trimming switches (NDP)."""
 
 TABLES[SLOWDOWN.name] = SLOWDOWN
 

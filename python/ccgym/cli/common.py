@@ -237,6 +237,14 @@ def breakdown_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
                 "packets",
             )
         )
+        if "trimmed_packets" in losses:  # runs with trimming switches (NDP)
+            rows.append(
+                (
+                    "cut to header (not drops)",
+                    f"{num(losses.get('trimmed_packets'))} packets "
+                    f"({num(losses.get('trimmed_bytes'), unit='MB', scale=1e-6)} before the cut)",
+                )
+            )
     return rows
 
 
