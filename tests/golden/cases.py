@@ -122,14 +122,15 @@ CASES: dict[str, dict[str, Any]] = {
     },
     # Receiver-driven transports on the 144-host leaf-spine (10/40 Gb/s, Poisson WebSearch), each
     # with its preset of the receiver-driven suite: rank queues and evictions (pFabric), RTS and
-    # paced tokens (pHost), grants, overcommitment and priorities (Homa), the HOPASS fast layer.
+    # paced tokens (pHost), grants, overcommitment and priorities (Homa), the HOPASS fast layer,
+    # trimming switches and paced pulls (NDP).
     **{
         f"rd-{method}": {
             "scenario": "receiver-driven-websearch",
             "preset": ["receiver-driven", method],
             "overrides": SHORT_RECEIVER_DRIVEN,
         }
-        for method in ("pfabric", "phost", "homa", "hopass")
+        for method in ("pfabric", "phost", "homa", "hopass", "ndp")
     },
     # HOPASS's weighted classes: WRR switch queues, per-class token rates at the receivers.
     "hopass-weighted": {
