@@ -471,6 +471,11 @@ pub struct HostConfig {
     /// NDP: the receiver's pull pacer releases one pull per full-packet
     /// time at this fraction of its downlink (htsim: 0.99).
     pub ndp_pull_rate: f64,
+    /// NDP: the order of the receiver's pulls across its flows:
+    /// `round_robin` (htsim's fair pull queue) or `srpt` (the flow with the
+    /// fewest bytes not yet received first; NDP's receivers may prioritise
+    /// pulls as they see fit).
+    pub ndp_pull_order: String,
     /// TCP flows: selective acknowledgements (RFC 2018) and SACK-based loss
     /// recovery (RFC 6675): the receiver reports up to 3 out-of-order
     /// ranges per ACK and the sender repairs every hole of a window in about
@@ -523,6 +528,7 @@ impl Default for HostConfig {
             phost_count_control: true,
             ndp_iw: None,
             ndp_pull_rate: 0.99,
+            ndp_pull_order: "round_robin".into(),
             sack: false,
         }
     }

@@ -106,6 +106,33 @@ fn pulls_share_the_receiver_equally_between_long_flows() {
 }
 
 #[test]
+fn srpt_pulls_speed_up_the_smaller_flow_as_far_as_its_window_allows() {
+    // A 2 MB flow is under way when a 200 KB flow to the same receiver
+    // starts. Round-robin pulls share the link between them. SRPT pulls
+    // (`host.ndp_pull_order = "srpt"`) serve the small flow's pull requests
+    // first, but an NDP flow keeps its initial window in flight (each arrival
+    // pulls one packet), so the small flow's second window adds a standing
+    // queue at the receiver's port that only the pacer's 1 % margin drains:
+    // its round trip grows by that queue, its rate is its window per round
+    // trip, and the large flow takes the slots left. Measured: 337 us round
+    // robin, 301 us SRPT, 164 us alone.
+    let fct = |order: &str| {
+        let mut sc = ndp(
+            3,
+            json!([{"src": 1, "dst": 0, "size": "2MB"}, {"src": 2, "dst": 0, "size": "200KB", "start": "100us"}]),
+        );
+        sc["host"] = json!({"ndp_pull_order": order});
+        let sim = run(&sc);
+        let small = &sim.flows()[1];
+        (small.snd.finished.unwrap() - small.path.start) as f64
+    };
+    let (rr, srpt) = (fct("round_robin"), fct("srpt"));
+    let alone = 200_000u64.div_ceil(PAYLOAD) as f64 * WIRE as f64 * 8.0 / 10e9 * 1e12;
+    assert!(rr > 1.9 * alone, "round robin: {rr} ps vs {alone} ps alone");
+    assert!(srpt < 0.93 * rr, "srpt {srpt} ps vs round robin {rr} ps");
+}
+
+#[test]
 fn the_pull_pacer_spaces_pulls_by_a_packet_time_at_the_downlink() {
     // One 2 MB flow with an initial window of twice its BDP: after that
     // window, data arrives at the pacer's rate, 0.99 x 10 Gb/s, not at the
@@ -180,6 +207,7 @@ fn bad_ndp_settings_are_refused_with_the_field_named() {
         (json!({"ndp_iw": 5000}), json!({}), "host.ndp_iw"),
         (json!({"ndp_pull_rate": 0.0}), json!({}), "host.ndp_pull_rate"),
         (json!({"ndp_pull_rate": 1.5}), json!({}), "host.ndp_pull_rate"),
+        (json!({"ndp_pull_order": "fifo"}), json!({}), "host.ndp_pull_order"),
         (json!({}), json!({"trim": true, "discipline": "rank"}), "switch.trim"),
     ] {
         let mut sc = ndp(3, json!([{"src": 1, "dst": 0, "size": "10KB"}]));

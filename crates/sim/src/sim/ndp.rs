@@ -55,6 +55,13 @@ pub(super) fn validate(sc: &Scenario) -> CfgResult<()> {
             "must be a fraction of the downlink in (0, 1]",
         ));
     }
+    if !["round_robin", "srpt"].contains(&h.ndp_pull_order.as_str()) {
+        return Err(ConfigError::new(
+            "host.ndp_pull_order",
+            format!("\"{}\"", h.ndp_pull_order),
+            "use \"round_robin\" (htsim) or \"srpt\" (fewest bytes missing first)",
+        ));
+    }
     if sc.switch.trim && sc.switch.discipline == "rank" {
         return Err(ConfigError::new(
             "switch.trim",
@@ -177,6 +184,9 @@ impl Simulation {
             return;
         }
         let spacing = self.ndp_pull_spacing(h);
+        if self.scenario.host.ndp_pull_order == "srpt" {
+            self.ndp_pull_srpt_first(h);
+        }
         while let Some(fid) = self.hosts[h as usize].grants.waiting.pop_front() {
             let f = &mut self.flows[fid as usize];
             let complete = f.rcv.rcv_nxt >= f.ctl.size;
@@ -205,6 +215,23 @@ impl Simulation {
             let p = self.control_packet(fid, PacketKind::Grant, h, src, size, number);
             self.send_control(h, p);
             return;
+        }
+    }
+
+    /// Moves the flow of host `h`'s pull queue with the fewest bytes not yet
+    /// received (ties: the earlier in the queue) to its front.
+    fn ndp_pull_srpt_first(&mut self, h: u32) {
+        let flows = &self.flows;
+        let waiting = &mut self.hosts[h as usize].grants.waiting;
+        let missing = |fid: u32| {
+            let f = &flows[fid as usize];
+            let held: u64 = f.rcv.ooo.iter().map(|&(a, b)| b - a).sum();
+            f.ctl.size.saturating_sub(f.rcv.rcv_nxt + held)
+        };
+        let best = waiting.iter().enumerate().min_by_key(|&(i, &fid)| (missing(fid), i)).map(|(i, _)| i);
+        if let Some(i) = best.filter(|&i| i > 0) {
+            let fid = waiting.remove(i).expect("index from the scan");
+            waiting.push_front(fid);
         }
     }
 
