@@ -176,11 +176,13 @@ def test_quick_suite_end_to_end(tmp_path: Path) -> None:
 
 def test_fabric_perf_entries() -> None:
     from ccgym.bench.runner import load_suite
-    from ccgym.perf import FABRIC_METHODS, FABRIC_SUITE, fabric_scenario
+    from ccgym.perf import FABRIC_METHODS, FABRIC_SUITE, fabric_presets, fabric_scenario
 
     # Every default entry is a method of the suite, with its preset.
     assert FABRIC_METHODS == ("pfabric", "homa")
     assert set(FABRIC_METHODS) <= set(load_suite(FABRIC_SUITE)["presets"])
+    # The presets as perf reads them (unchecked, for --compare with older builds) are the suite's.
+    assert fabric_presets() == load_suite(FABRIC_SUITE)["presets"]
     data = fabric_scenario("pfabric", "1ms")
     assert data["cc"]["algorithm"] == "pfabric" and data["switch"]["discipline"] == "rank"
     assert data["workload"][0]["load"] == 0.6 and data["topology"]["leaves"] == 9

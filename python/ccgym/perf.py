@@ -376,12 +376,26 @@ FABRIC_INCAST_FLOWS = 16
 """The incast size measured beside the fabric entries by default (the per-hop reference)."""
 
 
+def fabric_presets() -> dict[str, dict[str, Any]]:
+    """The method presets of the ``receiver-driven`` suite, ``{name: {"cc", "overrides"}}``,
+    read without checking that every method's CC is built in: ``--compare`` runs them with an
+    older build, which may predate methods other than the one it runs."""
+    from ccgym.bench.runner import SUITE_DIR, tomllib
+
+    text = (SUITE_DIR / f"{FABRIC_SUITE}.toml").read_text(encoding="utf-8")
+    methods = tomllib.loads(text).get("methods") or {}
+    return {
+        name: {"cc": entry["cc"], "overrides": list(entry.get("overrides") or [])}
+        for name, entry in methods.items()
+    }
+
+
 def fabric_scenario(method: str, duration: str | float = DEFAULT_DURATION) -> dict[str, Any]:
     """The 144-host WebSearch scenario at 0.6 load under ``method``'s preset of the
     ``receiver-driven`` suite, ``duration`` long, summary window the whole run."""
-    from ccgym.bench.runner import _preset_scenario, load_suite
+    from ccgym.bench.runner import _preset_scenario
 
-    presets = load_suite(FABRIC_SUITE).get("presets") or {}
+    presets = fabric_presets()
     if method not in presets:
         raise ValueError(f"no fabric perf entry {method!r} (known: {', '.join(presets)})")
     overrides = [f"workload[0].load={FABRIC_LOAD}", f"duration={duration}", "seed=1"]
