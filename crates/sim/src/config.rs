@@ -345,7 +345,9 @@ pub struct HostConfig {
     /// by the receiver name each packet; `phost_*` below); `homa` Homa's
     /// (unscheduled first RTT, grants, RESEND; `homa_*` below); `hopass`
     /// HOPASS's fast layer; `ndp` NDP's (an initial window, then one packet
-    /// per pull; cut headers are NACKed and resent; `ndp_*` below).
+    /// per pull; cut headers are NACKed and resent; `ndp_*` below); `eqds`
+    /// EQDS's (a speculative window, then pulls for the demand the sender
+    /// declares; `eqds_*` and `ndp_pull_rate` below).
     pub loss_recovery: String,
     /// Cap on unacknowledged bytes per flow (0 = no cap).
     pub max_outstanding: Bytes,
@@ -476,6 +478,11 @@ pub struct HostConfig {
     /// fewest bytes not yet received first; NDP's receivers may prioritise
     /// pulls as they see fit).
     pub ndp_pull_order: String,
+    /// EQDS: packets a flow may send speculatively at its start, before it
+    /// hears from its receiver, and the most pulls its data asks for beyond
+    /// those it holds (`maxwnd`); `None`: one BDP of its path (line rate x
+    /// base RTT), rounded up to whole packets. 1 to 1000.
+    pub eqds_window: Option<u32>,
     /// TCP flows: selective acknowledgements (RFC 2018) and SACK-based loss
     /// recovery (RFC 6675): the receiver reports up to 3 out-of-order
     /// ranges per ACK and the sender repairs every hole of a window in about
@@ -529,6 +536,7 @@ impl Default for HostConfig {
             ndp_iw: None,
             ndp_pull_rate: 0.99,
             ndp_pull_order: "round_robin".into(),
+            eqds_window: None,
             sack: false,
         }
     }

@@ -56,7 +56,7 @@ pub struct Flow {
     pub hp: Option<Box<HopassFlow>>,
     /// The SACK scoreboard (`Some` on TCP flows with `host.sack` only).
     pub sack: Option<Box<crate::sack::SackBoard>>,
-    /// NDP's state, both halves (`Some` on NDP flows only).
+    /// NDP's (or EQDS's) state, both halves (`Some` on their flows only).
     pub nd: Option<Box<NdpFlow>>,
 }
 
@@ -223,8 +223,19 @@ pub struct NdpFlow {
     pub acked: Vec<(u64, u64)>,
     /// Receiver: pulls released so far (the number the last one carried).
     pub pull_no: u64,
-    /// Receiver: pulls requested and not yet released by the host's pacer.
+    /// Receiver: pulls requested and not yet released by the host's pacer
+    /// (NDP); pulls owed for NACKed packets (EQDS).
     pub pulls_queued: u32,
+    /// EQDS sender: still speculating (no feedback heard yet); `unpulled`
+    /// is then its speculative credit, which the first feedback ends.
+    pub speculating: bool,
+    /// EQDS receiver: the highest pull target heard in the flow's data (the
+    /// pull number up to which its sender wants pulls).
+    pub pull_target: u64,
+    /// EQDS sender: its window in packets (`host.eqds_window`, or one BDP):
+    /// the speculative credit at its start, and the most pulls its data
+    /// asks for beyond the credit it holds.
+    pub window: u32,
 }
 
 impl NdpFlow {
@@ -320,7 +331,7 @@ impl Flow {
                         .is_some_and(|b| b.next_lost.is_some() && self.pipe() < self.ctl.window.min(max_outstanding)))
                 || matches!(
                     self.path.transport,
-                    Transport::PHost | Transport::Homa | Transport::Hopass | Transport::Ndp
+                    Transport::PHost | Transport::Homa | Transport::Hopass | Transport::Ndp | Transport::Eqds
                 ))
             && self.transport_allows()
     }
@@ -342,7 +353,7 @@ impl Flow {
             }
             // Credit (the initial window or a pull), and a packet to resend
             // or new data.
-            Transport::Ndp => self
+            Transport::Ndp | Transport::Eqds => self
                 .nd
                 .as_ref()
                 .is_some_and(|n| n.credit() > 0 && (!n.resend.is_empty() || self.ctl.snd_nxt < self.ctl.app_limit)),

@@ -175,4 +175,8 @@ pub enum GrantPolicy {
     /// NDP's pull pacer: one pull per packet time, round robin over the
     /// flows with pulls waiting (`sim/ndp.rs`).
     Ndp,
+    /// EQDS's pull pacer: one pull per packet time, first round robin over
+    /// the flows owed pulls for NACKed packets, then over the flows whose
+    /// pull target is above the pulls they have had (`sim/eqds.rs`).
+    Eqds,
 }

@@ -187,6 +187,22 @@ where
     I::IntoIter: Clone,
     J: IntoIterator<Item = (u64, Time)>,
 {
+    ideal_fct_sprayed(size, payload, header, ack, fwd.into_iter().map(|(r, d)| (r, d, r)), rev)
+}
+
+/// [`ideal_fct`] for a flow whose packets may cross each hop through
+/// several parallel links (packet spraying): each forward hop is (rate,
+/// delay, the hop's aggregate rate, the sum of its parallel links' rates).
+/// A packet still crosses one link at that link's rate, but the packets
+/// between the first and the last cross a hop at up to its aggregate rate,
+/// so an oversubscribed fabric hop need not be the bottleneck of a sprayed
+/// flow. With every aggregate equal to its rate this is [`ideal_fct`].
+pub fn ideal_fct_sprayed<I, J>(size: u64, payload: u64, header: u64, ack: u64, fwd: I, rev: J) -> Time
+where
+    I: IntoIterator<Item = (u64, Time, u64)>,
+    I::IntoIter: Clone,
+    J: IntoIterator<Item = (u64, Time)>,
+{
     if size == 0 || payload == 0 {
         return 0;
     }
@@ -195,16 +211,16 @@ where
     let full = payload + header;
     let last = size - (n as u64 - 1) * payload + header;
     // Sums in u128: a huge transfer on a slow link overflows picoseconds in u64.
-    let delays: u128 = fwd.clone().map(|(_, d)| d as u128).sum();
-    let last_total: u128 = fwd.clone().map(|(r, _)| ser_time(last, r) as u128).sum();
+    let delays: u128 = fwd.clone().map(|(_, d, _)| d as u128).sum();
+    let last_total: u128 = fwd.clone().map(|(r, _, _)| ser_time(last, r) as u128).sum();
     let data = if n == 1 {
         last_total
     } else {
         let (mut best, mut full_before, mut last_before, mut slowest) = (0u128, 0u128, 0u128, 0u128);
-        for (rate, _) in fwd {
+        for (rate, _, aggregate) in fwd {
             let (f, l) = (ser_time(full, rate) as u128, ser_time(last, rate) as u128);
             full_before += f;
-            slowest = slowest.max(f);
+            slowest = slowest.max(ser_time(full, aggregate.max(rate)) as u128);
             last_before += l;
             best = best.max(full_before + (n - 2) * slowest + l + (last_total - last_before));
         }
@@ -235,6 +251,29 @@ mod tests {
             arrival = at;
         }
         arrival
+    }
+
+    #[test]
+    fn a_sprayed_hop_carries_the_middle_packets_at_its_aggregate_rate() {
+        // 400 Gb/s host links around a 40 Gb/s fabric hop of two parallel
+        // links: 100 full packets of 1,000 bytes.
+        let ns = crate::units::NS;
+        let links = [(400_000_000_000, 0), (40_000_000_000, 0), (400_000_000_000, 0)];
+        let single = ideal_fct(100_000, 1000, 0, 0, links, []);
+        let same = ideal_fct_sprayed(100_000, 1000, 0, 0, links.map(|(r, d)| (r, d, r)), []);
+        assert_eq!(single, same);
+        assert_eq!(single, pipeline(100_000, 1000, 0, &links));
+        // Two links of 40 Gb/s at the fabric hop: the first packet still
+        // crosses one at 40 Gb/s (200 ns), the 98 between it and the last at
+        // 80 Gb/s (100 ns each), the last at 40 Gb/s again; 20 ns per host link.
+        let sprayed = [
+            (400_000_000_000, 0, 400_000_000_000),
+            (40_000_000_000, 0, 80_000_000_000),
+            (400_000_000_000, 0, 400_000_000_000),
+        ];
+        let t = ideal_fct_sprayed(100_000, 1000, 0, 0, sprayed, []);
+        assert_eq!(t, (20 + 200 + 98 * 100 + 200 + 20) * ns);
+        assert!(t < single);
     }
 
     #[test]

@@ -365,6 +365,28 @@ impl Topology {
         out
     }
 
+    /// The ports of every equal-cost path from host `src` to host `dst`, by
+    /// hop: entry `j` holds the distinct ports at the `j`-th hop of any of
+    /// them (equal-cost paths have equal lengths). With packet spraying a
+    /// flow's packets cross each hop through any of that hop's ports.
+    pub fn paths_by_hop(&self, src: u32, dst: u32) -> Vec<Vec<u32>> {
+        let mut out = vec![vec![self.host_port(src)]];
+        loop {
+            let mut next: Vec<u32> = Vec::new();
+            for &p in out.last().expect("starts with the host's port") {
+                if let NodeKind::Switch(s) = self.nodes[self.peer_node(p) as usize].kind {
+                    next.extend_from_slice(self.next_hops(s, dst));
+                }
+            }
+            if next.is_empty() || out.len() > self.nodes.len() {
+                return out;
+            }
+            next.sort_unstable();
+            next.dedup();
+            out.push(next);
+        }
+    }
+
     /// Routes are computed per *attachment switch* (the switch a host hangs
     /// off), not per host: hosts under one top-of-rack switch share every
     /// route, which keeps tables and set-up small on large fat trees.

@@ -16,6 +16,7 @@ mod copa;
 mod cubic;
 mod dcqcn;
 mod dctcp;
+mod eqds;
 mod estimators;
 mod fixed_rate;
 mod homa;
@@ -35,6 +36,7 @@ pub use copa::Copa;
 pub use cubic::Cubic;
 pub use dcqcn::Dcqcn;
 pub use dctcp::Dctcp;
+pub use eqds::Eqds;
 pub use estimators::{DupAckPipe, Extremum, Windowed};
 pub use fixed_rate::FixedRate;
 pub use homa::Homa;
@@ -255,6 +257,13 @@ pub enum Transport {
     /// before new data, and after a timeout everything unacknowledged
     /// (`sim/ndp.rs`).
     Ndp,
+    /// EQDS: NDP's switches and sender, but the receiver pulls by demand:
+    /// the sender sends up to a window speculatively until its first
+    /// feedback, and its data declares how many pulls it still wants (its
+    /// pull target); the receiver's pacer serves flows with NACKed packets
+    /// first, then flows whose target is above the pulls they have had
+    /// (`sim/eqds.rs`).
+    Eqds,
 }
 
 /// An acknowledgement as the sender sees it.
@@ -381,6 +390,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         Homa::info(),
         Hopass::info(),
         Ndp::info(),
+        Eqds::info(),
         LineRate::info(),
         FixedRate::info(),
         Copa::info(),
@@ -426,6 +436,8 @@ pub enum Cc {
     Hopass(Hopass),
     /// NDP's end hosts (initial window, then pulls from the receiver; no CC).
     Ndp(Ndp),
+    /// EQDS's end hosts (speculative window, then demand-driven pulls; no CC).
+    Eqds(Eqds),
     /// Copa (boxed: its RTT filters would widen every flow's CC state).
     Copa(Box<Copa>),
     /// BBR v1 (boxed, as Copa).
@@ -566,6 +578,7 @@ impl Cc {
             "homa" => build!(Homa, Homa),
             "hopass" => build!(Hopass, Hopass),
             "ndp" => build!(Ndp, Ndp),
+            "eqds" => build!(Eqds, Eqds),
             "copa" => Ok(Cc::Copa(Box::new(Copa::from_params(&Params::new(cfg, field, Copa::info().params)?)?))),
             "bbr" => Ok(Cc::Bbr(Box::new(Bbr::from_params(&Params::new(cfg, field, Bbr::info().params)?)?))),
             "agent" => {
@@ -614,6 +627,7 @@ impl Cc {
             Cc::Homa(_) => "homa",
             Cc::Hopass(_) => "hopass",
             Cc::Ndp(_) => "ndp",
+            Cc::Eqds(_) => "eqds",
             Cc::Copa(_) => "copa",
             Cc::Bbr(_) => "bbr",
         }
@@ -638,6 +652,7 @@ macro_rules! dispatch {
             Cc::Homa($cc) => $call,
             Cc::Hopass($cc) => $call,
             Cc::Ndp($cc) => $call,
+            Cc::Eqds($cc) => $call,
             Cc::Copa($cc) => $call,
             Cc::Bbr($cc) => $call,
         }

@@ -57,8 +57,8 @@ impl Simulation {
                         // Pioneers and the RTS before the first data.
                         self.hopass_start(fid);
                     }
-                    if self.flows[fid as usize].path.transport == Transport::Ndp {
-                        // The initial window before the first data.
+                    if matches!(self.flows[fid as usize].path.transport, Transport::Ndp | Transport::Eqds) {
+                        // The initial (or speculative) window before the first data.
                         self.ndp_start(fid);
                     }
                     self.cc_event(fid, |cc, ctx| cc.on_start(ctx));

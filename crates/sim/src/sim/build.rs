@@ -301,7 +301,20 @@ impl Simulation {
                     };
                     (rate, port.delay)
                 };
-                crate::metrics::ideal_fct(s.size, payload, header, ack, fwd.iter().map(link), rev.iter().map(link))
+                // Sprayed packets cross each hop through any of its equal-cost
+                // links: the packets between the first and the last at up to
+                // the sum of their rates.
+                let aggregate: Vec<u64> = if self.spray {
+                    let hops = self.topo.paths_by_hop(s.src, s.dst);
+                    hops.iter().map(|ports| ports.iter().map(|p| link(p).0).fold(0u64, u64::saturating_add)).collect()
+                } else {
+                    fwd.iter().map(|p| link(p).0).collect()
+                };
+                let fwd_links = fwd.iter().zip(&aggregate).map(|(p, &a)| {
+                    let (rate, delay) = link(p);
+                    (rate, delay, a)
+                });
+                crate::metrics::ideal_fct_sprayed(s.size, payload, header, ack, fwd_links, rev.iter().map(link))
             };
             let first_msg =
                 if s.messages.is_empty() { s.size } else { s.size - s.messages.iter().map(|m| m.1).sum::<u64>() };
@@ -324,6 +337,7 @@ impl Simulation {
                 "homa" => Transport::Homa,
                 "hopass" => Transport::Hopass,
                 "ndp" => Transport::Ndp,
+                "eqds" => Transport::Eqds,
                 _ => cc.transport(),
             };
             if transport == Transport::Homa && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
@@ -359,7 +373,8 @@ impl Simulation {
                 | Transport::PHost
                 | Transport::Homa
                 | Transport::Hopass
-                | Transport::Ndp => self.scenario.host.rto.0,
+                | Transport::Ndp
+                | Transport::Eqds => self.scenario.host.rto.0,
             };
             let sack = transport == Transport::Tcp && self.scenario.host.sack;
             self.flows.push(Flow {
@@ -424,7 +439,7 @@ impl Simulation {
                 homa: None,
                 hp: (transport == Transport::Hopass).then(Box::default),
                 sack: sack.then(Box::default),
-                nd: (transport == Transport::Ndp).then(Box::default),
+                nd: matches!(transport, Transport::Ndp | Transport::Eqds).then(Box::default),
             });
             let id = id as u32;
             self.app.push((s.start, id, AppAction::Start));
@@ -623,13 +638,13 @@ fn validate(sc: &Scenario) -> CfgResult<()> {
         }
     }
     let h = &sc.host;
-    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost", "homa", "hopass", "ndp"]
+    if !["auto", "go_back_n", "tcp", "credit", "pfabric", "phost", "homa", "hopass", "ndp", "eqds"]
         .contains(&h.loss_recovery.as_str())
     {
         return e(
             "host.loss_recovery",
             &format!("\"{}\"", h.loss_recovery),
-            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\", \"phost\", \"homa\", \"hopass\" or \"ndp\"",
+            "use \"auto\", \"go_back_n\", \"tcp\", \"credit\", \"pfabric\", \"phost\", \"homa\", \"hopass\", \"ndp\" or \"eqds\"",
         );
     }
     if h.ack_every == 0 {
@@ -697,6 +712,7 @@ fn validate_transport(sc: &Scenario) -> CfgResult<()> {
     super::homa::validate_homa(h)?;
     super::hopass::validate(sc)?;
     super::ndp::validate(sc)?;
+    super::eqds::validate(sc)?;
     if h.pfabric_probe_after == 0 {
         return Err(ConfigError::new("host.pfabric_probe_after", 0, "must be at least 1 timeout"));
     }

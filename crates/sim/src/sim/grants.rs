@@ -112,6 +112,10 @@ impl Simulation {
             self.hopass_on_rts(h, fid, announced);
             return;
         }
+        if self.flows[fid as usize].path.transport == Transport::Eqds {
+            self.eqds_on_target(h, fid, announced);
+            return;
+        }
         let f = &mut self.flows[fid as usize];
         f.rcv.requested = announced;
         if f.rcv.granted < f.rcv.requested && !f.rcv.in_grant_queue {
@@ -138,6 +142,7 @@ impl Simulation {
             GrantPolicy::Homa => self.homa_schedule(h),
             GrantPolicy::Hopass => self.hopass_token_next(h),
             GrantPolicy::Ndp => self.ndp_pull_next(h),
+            GrantPolicy::Eqds => self.eqds_pull_next(h),
         }
     }
 
@@ -211,7 +216,7 @@ impl Simulation {
             self.hopass_on_token(pid);
             return;
         }
-        if self.flows[fid as usize].path.transport == Transport::Ndp {
+        if matches!(self.flows[fid as usize].path.transport, Transport::Ndp | Transport::Eqds) {
             self.ndp_on_pull(pid);
             return;
         }

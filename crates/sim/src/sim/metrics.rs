@@ -163,7 +163,10 @@ impl Simulation {
                 }
             }
             if let crate::net::port::Discipline::Rank(rq) = &pt.discipline {
-                total += rq.packets().map(|pid| self.pool.get(pid).size as u64).sum::<u64>();
+                // ACKs and NACKs queue here too when they travel in their
+                // flow's data class (`switch.ack_high_priority = false`).
+                let data = rq.packets().map(|pid| self.pool.get(pid)).filter(|p| p.kind == PacketKind::Data);
+                total += data.map(|p| p.size as u64).sum::<u64>();
             }
             for &(_, pid) in &pt.wire {
                 let p = self.pool.get(pid);

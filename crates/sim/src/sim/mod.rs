@@ -53,6 +53,7 @@ mod build;
 mod cc_glue;
 mod control;
 mod ecn_log;
+mod eqds;
 mod grants;
 mod homa;
 mod hopass;

@@ -36,11 +36,12 @@
 //! path of the first copy; htsim picks a new path for it).
 
 use super::Simulation;
-use crate::cc::{AckEvent, CcCtx, CongestionControl};
+use crate::cc::{AckEvent, CcCtx, CongestionControl, Transport};
 use crate::config::{CfgResult, ConfigError, Scenario};
 use crate::host::GrantPolicy;
 use crate::packet::{PacketKind, PktId};
 use crate::units::{ser_time, Time};
+use crate::workload::UNLIMITED;
 
 /// Checks NDP's fields (`host.ndp_*`, `switch.trim*`).
 pub(super) fn validate(sc: &Scenario) -> CfgResult<()> {
@@ -95,21 +96,25 @@ pub(super) fn unwrap_pull(max: u64, low: u32) -> u64 {
 }
 
 impl Simulation {
-    /// NDP flow `fid` starts: its initial window.
+    /// NDP (or EQDS) flow `fid` starts: its initial (speculative) window.
     pub(super) fn ndp_start(&mut self, fid: u32) {
         let payload = self.scenario.packets.payload as u64;
-        let iw = self.scenario.host.ndp_iw;
         let f = &mut self.flows[fid as usize];
+        let eqds = f.path.transport == Transport::Eqds;
+        let set = if eqds { self.scenario.host.eqds_window } else { self.scenario.host.ndp_iw };
         let bdp_pkts = f.ctl.bdp.div_ceil(payload).max(1);
-        let pkts = iw.map_or(bdp_pkts, u64::from);
-        let pkts = if f.ctl.size == crate::workload::UNLIMITED { pkts } else { pkts.min(f.ctl.size.div_ceil(payload)) };
-        nd!(f).unpulled = pkts as u32;
+        let window = set.map_or(bdp_pkts, u64::from);
+        let pkts = if f.ctl.size == UNLIMITED { window } else { window.min(f.ctl.size.div_ceil(payload)) };
+        let n = nd!(f);
+        n.unpulled = pkts as u32;
+        n.window = window as u32;
+        n.speculating = eqds;
         f.snd.last_progress = self.now;
     }
 
     /// The time between two pulls of host `h`'s pacer: a full packet at
     /// `host.ndp_pull_rate` of its downlink.
-    fn ndp_pull_spacing(&self, h: u32) -> Time {
+    pub(super) fn ndp_pull_spacing(&self, h: u32) -> Time {
         let full = (self.scenario.packets.payload + self.scenario.packets.header) as u64;
         let nic = self.hosts[h as usize].port as usize;
         let downlink = self.ports[self.ports[nic].peer as usize].rate_bps;
@@ -244,6 +249,8 @@ impl Simulation {
         self.pool.free(pid);
         let f = &mut self.flows[fid as usize];
         let n = nd!(f);
+        // Credit comes with the pull: the data it sends declares the rest.
+        end_speculation(n);
         n.max_pull = n.max_pull.max(number);
         self.schedule_flow(fid);
     }
@@ -261,6 +268,7 @@ impl Simulation {
         let rtt = now.saturating_sub(ts);
         f.stats.min_rtt = Some(f.stats.min_rtt.map_or(rtt, |m| m.min(rtt)));
         let n = nd!(f);
+        let ended = end_speculation(n);
         if pull != 0 {
             n.max_pull = n.max_pull.max(unwrap_pull(n.max_pull, pull));
         }
@@ -289,6 +297,9 @@ impl Simulation {
             self.after_cc(fid, old_rate, old_timer);
         }
         self.after_progress(fid);
+        if ended {
+            self.eqds_declare(fid);
+        }
     }
 
     /// A NACK reached the sender of NDP flow `fid`: the packet it names was
@@ -305,6 +316,7 @@ impl Simulation {
         let una = f.ctl.snd_una;
         let done = f.snd.finished.is_some();
         let n = nd!(f);
+        let ended = end_speculation(n);
         if pull != 0 {
             n.max_pull = n.max_pull.max(unwrap_pull(n.max_pull, pull));
         }
@@ -313,14 +325,27 @@ impl Simulation {
             n.resend.insert(seq);
         }
         self.schedule_flow(fid);
+        if ended {
+            self.eqds_declare(fid);
+        }
     }
 
     /// NDP flow `fid` heard no new ACK for its timeout: every packet sent and
     /// not acknowledged goes into the resend set, and may go without pulls.
+    /// An EQDS flow resends only its oldest unacknowledged packet (htsim).
     pub(super) fn ndp_timeout(&mut self, fid: u32) {
         let payload = self.scenario.packets.payload as u64;
         let f = &mut self.flows[fid as usize];
-        let (una, nxt) = (f.ctl.snd_una, f.ctl.snd_nxt);
+        let eqds = f.path.transport == Transport::Eqds;
+        if eqds && f.inflight() == 0 {
+            // Nothing to resend: data waits for pulls the receiver does not
+            // know it owes.
+            self.eqds_declare(fid);
+            return;
+        }
+        let f = &mut self.flows[fid as usize];
+        let una = f.ctl.snd_una;
+        let nxt = if eqds { f.ctl.snd_nxt.min(una - una % payload + payload) } else { f.ctl.snd_nxt };
         let n = nd!(f);
         // Packets start at multiples of the payload: every packet is full
         // but a flow's last.
@@ -338,6 +363,19 @@ impl Simulation {
         n.unpulled = n.unpulled.max(n.resend.len().min(u32::MAX as usize) as u32);
         self.schedule_flow(fid);
     }
+}
+
+/// The first feedback of any kind ends an EQDS sender's speculation: from
+/// then on it sends only on pulls (NDP flows never speculate). Returns
+/// whether it did.
+#[inline]
+fn end_speculation(n: &mut crate::flow::NdpFlow) -> bool {
+    let was = n.speculating;
+    if was {
+        n.speculating = false;
+        n.unpulled = 0;
+    }
+    was
 }
 
 /// The packet NDP flow `f` sends next: the lowest one to resend, or new

@@ -252,7 +252,7 @@ impl Simulation {
                 (next, offered, f.path.class.saturating_sub(1), 0)
             }
             // A packet to resend (NACKed) first, then new data.
-            Transport::Ndp => (super::ndp::next_data(f), offered, f.path.class.saturating_sub(1), 0),
+            Transport::Ndp | Transport::Eqds => (super::ndp::next_data(f), offered, f.path.class.saturating_sub(1), 0),
         };
         let payload = end.saturating_sub(seq).min(pk.payload as u64) as u32;
         let size = payload + pk.header + if f.ctl.want_int { int_header } else { 0 } + f.ctl.pint_bytes as u32;
@@ -281,6 +281,8 @@ impl Simulation {
         p.prio = prio;
         let remaining = match f.path.transport {
             Transport::PFabric => offered.saturating_sub(f.ctl.snd_una.saturating_add(f.snd.sacked)),
+            // EQDS's data carries its pull target here instead (`sim/eqds.rs`).
+            Transport::Eqds => super::eqds::pull_target(f, seq, payload as u64, pk.payload as u64) & 0xffff_ffff,
             _ => offered.saturating_sub(seq),
         };
         p.rank = remaining.min(u32::MAX as u64) as u32;
@@ -356,6 +358,9 @@ impl Simulation {
         p.seq = seq;
         p.size = size;
         p.n_int = 0;
+        // Most urgent at a rank port, where ACKs and NACKs in their flow's
+        // data class queue (the slot's last rank would be arbitrary).
+        p.rank = 0;
         p.class = match kind {
             PacketKind::Ack | PacketKind::Nack if !high => data_class,
             PacketKind::Probe => data_class,

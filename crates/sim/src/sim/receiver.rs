@@ -45,6 +45,7 @@ impl Simulation {
                     Transport::Homa => self.homa_receive_data(h, pid),
                     Transport::Hopass => self.hopass_receive_data(h, pid),
                     Transport::Ndp => self.ndp_receive(h, pid, false),
+                    Transport::Eqds => self.eqds_receive(h, pid, false),
                     _ => self.receive_data(h, pid),
                 }
             }
@@ -52,16 +53,16 @@ impl Simulation {
                 // Only NDP's receivers answer a cut header; to any other
                 // transport it is a lost packet.
                 let fid = self.pool.get(pid).flow;
-                if self.flows[fid as usize].path.transport == Transport::Ndp {
-                    self.ndp_receive(h, pid, true);
-                } else {
-                    self.pool.free(pid);
+                match self.flows[fid as usize].path.transport {
+                    Transport::Ndp => self.ndp_receive(h, pid, true),
+                    Transport::Eqds => self.eqds_receive(h, pid, true),
+                    _ => self.pool.free(pid),
                 }
             }
             PacketKind::Probe => self.answer_probe(h, pid),
             PacketKind::Ack => {
                 let fid = self.pool.get(pid).flow;
-                if self.flows[fid as usize].path.transport == Transport::Ndp {
+                if matches!(self.flows[fid as usize].path.transport, Transport::Ndp | Transport::Eqds) {
                     self.ndp_on_ack(pid);
                 } else {
                     self.on_ack(pid);
@@ -69,7 +70,7 @@ impl Simulation {
             }
             PacketKind::Nack => {
                 let fid = self.pool.get(pid).flow;
-                if self.flows[fid as usize].path.transport == Transport::Ndp {
+                if matches!(self.flows[fid as usize].path.transport, Transport::Ndp | Transport::Eqds) {
                     self.ndp_on_nack(pid);
                 } else {
                     self.on_nack(pid);
@@ -149,7 +150,8 @@ impl Simulation {
                 | Transport::PHost
                 | Transport::Homa
                 | Transport::Hopass
-                | Transport::Ndp => {
+                | Transport::Ndp
+                | Transport::Eqds => {
                     let expected = f.rcv.rcv_nxt;
                     let recent = matches!(f.rcv.last_nack, Some((t, s)) if s == expected && now < t + nack_interval);
                     if !recent {

@@ -78,8 +78,11 @@ fn rank_admit(
             stats.win_eviction_bytes += vs;
         }
         buf.release_control(vs);
-        // A rank queue holds data packets only (control uses queue 0).
-        cons.dropped_bytes += vs;
+        // ACKs and NACKs in their flow's data class (`switch.ack_high_priority
+        // = false`) share the rank queue; only data counts in the balance.
+        if pool.get(v.pkt).kind == PacketKind::Data {
+            cons.dropped_bytes += vs;
+        }
         pool.free(v.pkt);
     });
     match res {

@@ -129,7 +129,8 @@ impl Simulation {
             | Transport::PHost
             | Transport::Homa
             | Transport::Hopass
-            | Transport::Ndp => (false, false),
+            | Transport::Ndp
+            | Transport::Eqds => (false, false),
         };
         if f.snd.finished.is_none() {
             let old_rate = f.ctl.rate;
@@ -230,7 +231,7 @@ impl Simulation {
                 || f.snd.finished.is_some()
                 || (f.inflight() == 0
                     && !f.snd.probing
-                    && !matches!(f.path.transport, Transport::PHost | Transport::Hopass))
+                    && !matches!(f.path.transport, Transport::PHost | Transport::Hopass | Transport::Eqds))
                 || now < f.snd.last_progress + f.snd.rto
             {
                 continue;
@@ -249,7 +250,7 @@ impl Simulation {
                 self.homa_sender_timeout(fid);
                 continue;
             }
-            if f.path.transport == Transport::Ndp {
+            if matches!(f.path.transport, Transport::Ndp | Transport::Eqds) {
                 // A header dropped by a full header queue (or a packet lost
                 // on a link) got no NACK: resend what is unacknowledged.
                 self.ndp_timeout(fid);
@@ -283,7 +284,8 @@ impl Simulation {
                 | Transport::PHost
                 | Transport::Homa
                 | Transport::Hopass
-                | Transport::Ndp => {}
+                | Transport::Ndp
+                | Transport::Eqds => {}
             }
             self.cc_event(fid, |cc, ctx| cc.on_timeout(ctx));
             self.schedule_flow(fid);
