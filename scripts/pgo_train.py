@@ -31,7 +31,7 @@ Run = Callable[[], None]
 
 # The receiver-driven transports run in the fabric below, under their suite presets; `agent`
 # runs with a bundled policy.
-_NOT_ON_INCAST = {"pfabric", "phost", "homa", "hopass", "ndp", "agent"}
+_NOT_ON_INCAST = {"pfabric", "phost", "homa", "hopass", "ndp", "eqds", "agent"}
 # The two benchmark incasts run longest, so that their branches weigh most in shared code.
 _LONG_INCAST = {"line_rate", "hpcc"}
 _WHOLE_RUN = "metrics.window=['0s', 'end']"

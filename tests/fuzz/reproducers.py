@@ -1,4 +1,4 @@
-"""Minimal reproducers of the failures the fuzzer found on main at 73f714a (issue 16).
+"""Minimal reproducers of the failures the fuzzer found on main (issue 16 at 73f714a, and later).
 
 Each entry is one small case and the property it broke there; ``tests/test_fuzz.py`` runs them
 all through the worker, so they pass once the issue's fixes are in. The ``cls`` is the issue's
@@ -94,6 +94,23 @@ SCENARIOS: list[tuple[str, int, str, dict[str, Any]]] = [
     ("utilisation-after-rate-step", 0, "utilisation", {
         "duration": "20us", "topology": _star(2), "workload": _flow(),
         "link": [{"from": "h0", "to": "sw0", "schedule": [{"at": "10us", "rate": "10Gbps"}]}]}),
+    # Found on main at 400161f (NDP's session). A sprayed flow crosses a 40 Gbps fabric over four
+    # spines at once: its ideal must not assume one path's rate.
+    ("sprayed-flow-over-slow-fabric", 0, "slowdown", {
+        "duration": "200us",
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 1,
+                     "link_rate": "400Gbps", "fabric_rate": "40Gbps"},
+        "switch": {"load_balancing": "packet"}, "host": {"loss_recovery": "pfabric"},
+        "cc": {"algorithm": "fixed_rate", "rate": "150Gbps"},
+        "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": 1_000_000}]}]}),
+    # ACKs in their flow's data class queue in a rank port: they are not data in flight.
+    ("acks-in-a-rank-queue", 0, "buffer", {
+        "duration": "20us", "topology": _star(5, uplink_delay="3us", downlink_delay="1us"),
+        "switch": {"discipline": "rank", "ack_high_priority": False},
+        "workload": [{"kind": "long", "pattern": "many_to_one", "receiver": 1,
+                      "flows_per_host": 2},
+                     {"kind": "messages", "size": "256KiB", "receiver": 3, "count": 4,
+                      "flows_per_host": 2, "start": "10086ns", "period": "5898ns"}]}),
 ]  # fmt: skip
 
 

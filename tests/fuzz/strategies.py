@@ -65,7 +65,7 @@ HOSTILE_VALUES = HOSTILE_NUMBERS + ["", "abc", "1e999", "-5us", "NaN", "inf", Tr
                                     [1, 2], "10 parsecs"]  # fmt: skip
 
 CC_NAMES = ["line_rate", "fixed_rate", "dcqcn", "hpcc", "swift", "timely", "dctcp", "newreno",
-            "cubic", "ndp"]  # fmt: skip
+            "cubic", "ndp", "eqds"]  # fmt: skip
 
 
 def _ns(x: float) -> str:
@@ -337,7 +337,10 @@ def _valid_mutations(hosts: int, kind: str) -> list[tuple[str, st.SearchStrategy
         ("host.burst", st.sampled_from(["1KiB", "4KiB", "64KiB"])),
         ("host.ack_every", st.integers(1, 4)),
         ("host.cnp_interval", st.sampled_from(["0s", "4us", "50us"])),
-        ("host.loss_recovery", st.sampled_from(["auto", "go_back_n", "tcp", "credit", "ndp"])),
+        (
+            "host.loss_recovery",
+            st.sampled_from(["auto", "go_back_n", "tcp", "credit", "ndp", "eqds"]),
+        ),
         # NDP's switches and hosts: trimming (with any transport), the header queue, the
         # initial window and the pull pacer.
         ("switch.trim", st.booleans()),
@@ -345,6 +348,7 @@ def _valid_mutations(hosts: int, kind: str) -> list[tuple[str, st.SearchStrategy
         ("host.ndp_iw", st.sampled_from([1, 4, 16])),
         ("host.ndp_pull_rate", st.sampled_from([0.5, 0.99, 1.0])),
         ("host.ndp_pull_order", st.sampled_from(["round_robin", "srpt"])),
+        ("host.eqds_window", st.sampled_from([1, 4, 64])),
         ("host.max_outstanding", st.sampled_from([0, "64KiB", "640KiB"])),
         ("host.tx_jitter", st.sampled_from([0.0, 0.5, 1.0])),
         ("host.scheduler", st.sampled_from(["round_robin", "srpt"])),
@@ -527,7 +531,7 @@ HOSTILE_FIELDS = [
     "switch.pfc.enabled", "switch.pfc.headroom", "switch.pfc.reserve", "switch.pfc.resume_offset",
     "host.burst", "host.ack_every", "host.cnp_interval", "host.nack_interval", "host.rto",
     "host.rto_min", "host.loss_recovery", "host.max_outstanding", "host.min_rate_fraction",
-    "host.tx_jitter", "host.scheduler", "host.ndp_iw", "host.ndp_pull_rate", "switch.trim",
+    "host.tx_jitter", "host.scheduler", "host.ndp_iw", "host.ndp_pull_rate", "host.eqds_window", "switch.trim",
     "switch.trim_header_queue", "packets.payload", "packets.header", "packets.ack",
     "packets.probe", "packets.pfc", "cc.algorithm", "cc.rate", "cc.g", "metrics.window",
     "metrics.sample_interval", "metrics.flow_series", "workload", "topology", "switch", "cc",
