@@ -20,7 +20,7 @@ from ccgym.bench.slowdown import scores, size_profile
 from ccgym.bench.tables import SLOWDOWN, build_rows, csv_text, markdown_table
 from ccgym.scenario import load_scenario
 
-METHODS = ["pfabric", "phost", "dctcp", "dcqcn", "newreno", "homa", "hopass", "ndp"]
+METHODS = ["pfabric", "phost", "dctcp", "dcqcn", "newreno", "homa", "hopass", "ndp", "eqds"]
 QUICK = [
     "topology.leaves=2",
     "topology.spines=2",
@@ -38,7 +38,7 @@ def _suite(tmp_path: Path, methods: str, top: str = "") -> Path:
 def test_bundled_suite_methods_are_presets() -> None:
     suite = load_suite("receiver-driven")
     ccs = known_ccs()
-    assert {"homa", "hopass", "ndp"} <= set(ccs)
+    assert {"homa", "hopass", "ndp", "eqds"} <= set(ccs)
     assert suite["methods"] == METHODS and suite["skipped_methods"] == []
     assert suite["table"] == "slowdown" and len(suite["scenario"]) == 9
     jobs = suite_jobs(suite)
@@ -161,6 +161,7 @@ def test_quick_suite_end_to_end(tmp_path: Path) -> None:
     # NDP's too: its switches cut packets rather than drop them.
     assert by["ndp"]["sd0_p99"] < by["dctcp"]["sd0_p99"]
     assert by["ndp"]["trimmed"] > 0 and by["ndp"]["drops"] == 0
+    assert by["eqds"]["sd0_p99"] < by["dctcp"]["sd0_p99"] and by["eqds"]["drops"] == 0
     assert by["pfabric"]["trimmed"] is None
     # pFabric's drops include evictions; PFC keeps DCQCN lossless.
     assert by["pfabric"]["evicted"] > 0 and by["dcqcn"]["drops"] == 0
