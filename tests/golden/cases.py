@@ -123,14 +123,14 @@ CASES: dict[str, dict[str, Any]] = {
     # Receiver-driven transports on the 144-host leaf-spine (10/40 Gb/s, Poisson WebSearch), each
     # with its preset of the receiver-driven suite: rank queues and evictions (pFabric), RTS and
     # paced tokens (pHost), grants, overcommitment and priorities (Homa), the HOPASS fast layer,
-    # trimming switches and paced pulls (NDP).
+    # trimming switches and paced pulls (NDP, EQDS).
     **{
         f"rd-{method}": {
             "scenario": "receiver-driven-websearch",
             "preset": ["receiver-driven", method],
             "overrides": SHORT_RECEIVER_DRIVEN,
         }
-        for method in ("pfabric", "phost", "homa", "hopass", "ndp")
+        for method in ("pfabric", "phost", "homa", "hopass", "ndp", "eqds")
     },
     # HOPASS's weighted classes: WRR switch queues, per-class token rates at the receivers.
     "hopass-weighted": {
