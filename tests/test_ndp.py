@@ -1,7 +1,8 @@
 """NDP end to end through the Python API: the bundled ``ndp-incast`` scenario (64 senders into
 one receiver at 100 Gb/s, trimming switches) finishes near the time its bytes need at line rate,
-cutting packets rather than dropping them; DCTCP in the same setting does not; bad
-``host.ndp_*`` and ``switch.trim`` values come back as ScenarioError naming the field."""
+cutting packets rather than dropping them, under NDP and under EQDS; DCTCP in the same setting
+does not; bad ``host.ndp_*``, ``host.eqds_window`` and ``switch.trim`` values come back as
+ScenarioError naming the field."""
 
 from __future__ import annotations
 
@@ -28,6 +29,15 @@ def test_ndp_incast_finishes_at_line_rate_without_drops() -> None:
     assert s["losses"]["trimmed_packets"] > 100  # the first windows meet an 8-packet port
 
 
+def test_eqds_in_the_ndp_incast_finishes_at_line_rate_too() -> None:
+    result = ccgym.run("ndp-incast", cc="eqds")
+    flows = result.series["flow_info"]
+    wire = 64 * math.ceil(256_000 / 8936) * 9000
+    assert flows.fct_s.max() < 1.03 * wire * 8 / 100e9
+    assert result.summary["network"]["drops_packets"] == 0
+    assert result.summary["losses"]["trimmed_packets"] > 100
+
+
 def test_dctcp_in_the_ndp_incast_loses_cut_packets_to_timeouts() -> None:
     # The same switches cut DCTCP's packets too; to TCP a cut packet is a loss, and with 64
     # senders many are only recovered by the 1 ms minimum timeout.
@@ -44,6 +54,7 @@ def test_dctcp_in_the_ndp_incast_loses_cut_packets_to_timeouts() -> None:
         ("host.ndp_pull_rate=2", "host.ndp_pull_rate"),
         ("host.ndp_pull_order='lifo'", "host.ndp_pull_order"),
         ("switch.discipline='rank'", "switch.trim"),
+        ("host.eqds_window=0", "host.eqds_window"),
     ],
 )
 def test_ndp_fields_are_checked(override: str, field: str) -> None:
