@@ -111,6 +111,14 @@ SCENARIOS: list[tuple[str, int, str, dict[str, Any]]] = [
                       "flows_per_host": 2},
                      {"kind": "messages", "size": "256KiB", "receiver": 3, "count": 4,
                       "flows_per_host": 2, "start": "10086ns", "period": "5898ns"}]}),
+    # One host's receiver scheduler serves one receiver-driven transport: pHost and Homa flows
+    # into one host made Homa's scheduler read pHost flows (a panic); now refused.
+    ("two-receiver-driven-transports-at-one-host", 0, "outcome", {
+        "duration": "1ms", "topology": _star(3), "workload": [
+            {"kind": "flows", "flows": [{"src": 1, "dst": 0, "size": 100_000}],
+             "cc": {"algorithm": "phost"}},
+            {"kind": "flows", "flows": [{"src": 2, "dst": 0, "size": 100_000}],
+             "cc": {"algorithm": "homa"}}]}),
 ]  # fmt: skip
 
 

@@ -219,3 +219,25 @@ fn bad_ndp_settings_are_refused_with_the_field_named() {
         assert!(err.to_string().contains(field), "{err} should name {field}");
     }
 }
+
+#[test]
+fn one_receiver_serves_one_receiver_driven_transport() {
+    // A host's pull pacer and a pHost or HOPASS token scheduler are the same
+    // scheduler: flows of two such transports into one host are refused,
+    // naming the second workload's CC.
+    let mut sc = ndp(3, json!([{"src": 1, "dst": 0, "size": "10KB"}]));
+    sc["workload"] = json!([
+        {"kind": "flows", "flows": [{"src": 1, "dst": 0, "size": "10KB"}]},
+        {"kind": "flows", "flows": [{"src": 2, "dst": 0, "size": "10KB"}], "cc": {"algorithm": "phost"}},
+    ]);
+    let err = Simulation::from_json(&sc.to_string(), std::path::Path::new(".")).err().expect("refused");
+    let text = err.to_string();
+    assert!(text.contains("workload[1].cc.algorithm") && text.contains("ndp") && text.contains("phost"), "{text}");
+    // Other receivers, or a transport without a receiver scheduler, are fine.
+    sc["workload"][1]["flows"][0]["dst"] = json!(1);
+    sc["workload"][1]["flows"][0]["src"] = json!(2);
+    assert!(Simulation::from_json(&sc.to_string(), std::path::Path::new(".")).is_ok());
+    sc["workload"][1]["flows"][0]["dst"] = json!(0);
+    sc["workload"][1]["cc"] = json!({"algorithm": "newreno"});
+    assert!(Simulation::from_json(&sc.to_string(), std::path::Path::new(".")).is_ok());
+}

@@ -266,6 +266,37 @@ pub enum Transport {
     Eqds,
 }
 
+impl Transport {
+    /// Whether the receiving host's grant scheduler (`RecvWake`) serves this
+    /// transport's flows: one host's scheduler serves one transport.
+    pub fn uses_receiver_scheduler(self) -> bool {
+        matches!(
+            self,
+            Transport::Credit
+                | Transport::PHost
+                | Transport::Homa
+                | Transport::Hopass
+                | Transport::Ndp
+                | Transport::Eqds
+        )
+    }
+
+    /// The transport's name as `host.loss_recovery` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::GoBackN => "go_back_n",
+            Transport::Tcp => "tcp",
+            Transport::Credit => "credit",
+            Transport::PFabric => "pfabric",
+            Transport::PHost => "phost",
+            Transport::Homa => "homa",
+            Transport::Hopass => "hopass",
+            Transport::Ndp => "ndp",
+            Transport::Eqds => "eqds",
+        }
+    }
+}
+
 /// An acknowledgement as the sender sees it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AckEvent<'a> {

@@ -257,6 +257,9 @@ impl Simulation {
         }
         // HPCC-PINT: one window T (the largest of its flows') and one log base for all switches.
         let mut pint: Option<(Time, crate::net::pint::PintCodec, String)> = None;
+        // The receiver-driven transport of each host's grant scheduler (one per host), and the
+        // field of the first flow that chose it.
+        let mut receiver_of: std::collections::HashMap<u32, (Transport, String)> = Default::default();
         for (id, (s, cc)) in specs.iter().zip(built).enumerate() {
             let hash = flow_hash(id as u32, s.src, s.dst);
             let fwd = self.topo.path(s.src, s.dst, hash);
@@ -340,6 +343,23 @@ impl Simulation {
                 "eqds" => Transport::Eqds,
                 _ => cc.transport(),
             };
+            if transport.uses_receiver_scheduler() {
+                let (first, field) =
+                    receiver_of.entry(s.dst).or_insert_with(|| (transport, s.cc_field.clone())).clone();
+                if first != transport {
+                    return Err(ConfigError::new(
+                        format!("{}.algorithm", s.cc_field),
+                        format!("\"{}\"", cc.name()),
+                        format!(
+                            "host {} receives flows of two receiver-driven transports ({} from {field}, {} here); \
+                             a host's receiver scheduler serves one: give them other receivers or one transport",
+                            s.dst,
+                            first.name(),
+                            transport.name()
+                        ),
+                    ));
+                }
+            }
             if transport == Transport::Homa && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
                 // A Homa message has a size its first packet announces.
                 return Err(ConfigError::new(
