@@ -23,6 +23,8 @@ ZERO_CDF = _TMP / "zero.cdf"
 ZERO_CDF.write_text("0 0.5\n0 1.0\n")
 TINY_CDF = _TMP / "tiny.cdf"
 TINY_CDF.write_text("1 0.5\n64 1.0\n")
+SMALL_CDF = _TMP / "small.cdf"
+SMALL_CDF.write_text("1 0.1\n2000 1.0\n")
 
 
 def _star(hosts: int, **extra: Any) -> dict[str, Any]:
@@ -103,6 +105,25 @@ SCENARIOS: list[tuple[str, int, str, dict[str, Any]]] = [
         "switch": {"load_balancing": "packet"}, "host": {"loss_recovery": "pfabric"},
         "cc": {"algorithm": "fixed_rate", "rate": "150Gbps"},
         "workload": [{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": 1_000_000}]}]}),
+    # A short last packet sprayed over another spine passes the first one and crosses the far
+    # link first: a pipeline over one path is not a lower bound (slowdown 0.987 at 400161f).
+    ("sprayed-short-packet-overtakes", 0, "slowdown", {
+        "duration": "83274ns",
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2,
+                     "link_rate": "10Gbps", "link_delay": "1us", "fabric_rate": "40Gbps",
+                     "fabric_delay": "1us"},
+        "switch": {"discipline": "priority", "priorities": 3, "load_balancing": "packet",
+                   "ecn": {"enabled": False}},
+        "host": {"scheduler": "srpt", "burst": 1500, "homa_overcommit": 7, "rto": "100us"},
+        "packets": {"payload": 1460, "header": 40}, "cc": {"algorithm": "homa"},
+        "workload": [
+            {"kind": "poisson", "load": 0.7369793469897714, "cdf": "websearch_pfabric_pkts",
+             "sampling": "step", "max_size": "200KB",
+             "cc": {"algorithm": "hpcc", "r_min": "1Gbps", "max_stage": 0},
+             "start": "23613ns", "stop": "75583ns"},
+            {"kind": "poisson", "cdf": str(SMALL_CDF), "load": 0.41396180809086663,
+             "sampling": "interpolate", "max_size": "200KB", "start": "0ns"}],
+        "metrics": {"window": ["8327ns", "83274ns"], "sample_interval": "4164ns"}}),
     # ACKs in their flow's data class queue in a rank port: they are not data in flight.
     ("acks-in-a-rank-queue", 0, "buffer", {
         "duration": "20us", "topology": _star(5, uplink_delay="3us", downlink_delay="1us"),

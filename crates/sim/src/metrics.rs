@@ -193,10 +193,21 @@ where
 /// [`ideal_fct`] for a flow whose packets may cross each hop through
 /// several parallel links (packet spraying): each forward hop is (rate,
 /// delay, the hop's aggregate rate, the sum of its parallel links' rates).
-/// A packet still crosses one link at that link's rate, but the packets
-/// between the first and the last cross a hop at up to its aggregate rate,
-/// so an oversubscribed fabric hop need not be the bottleneck of a sprayed
-/// flow. With every aggregate equal to its rate this is [`ideal_fct`].
+///
+/// Up to the first hop of parallel links, the packets keep their order and
+/// [`ideal_fct`]'s grid holds. From that hop on they may be reordered, and a
+/// short last packet may overtake full ones, so the bound takes the largest
+/// of three that hold in any order:
+///
+/// * the first full packet's own path (`sum_j F_j`);
+/// * at each hop `i`, every byte of the flow crossing it at its aggregate
+///   rate (`W / R_i`), from the first arrival there (the first full packet's
+///   `sum_{j<i} F_j`, or, if sooner, the last packet's, which leaves the
+///   sender's own link after all the others), and then the rest of the path
+///   at the last packet's size;
+/// * [`ideal_fct`]'s grid for the links before the first parallel hop.
+///
+/// With every aggregate equal to its rate this is [`ideal_fct`].
 pub fn ideal_fct_sprayed<I, J>(size: u64, payload: u64, header: u64, ack: u64, fwd: I, rev: J) -> Time
 where
     I: IntoIterator<Item = (u64, Time, u64)>,
@@ -213,16 +224,34 @@ where
     // Sums in u128: a huge transfer on a slow link overflows picoseconds in u64.
     let delays: u128 = fwd.clone().map(|(_, d, _)| d as u128).sum();
     let last_total: u128 = fwd.clone().map(|(r, _, _)| ser_time(last, r) as u128).sum();
+    let parallel = fwd.clone().any(|(r, _, a)| a > r);
     let data = if n == 1 {
         last_total
     } else {
         let (mut best, mut full_before, mut last_before, mut slowest) = (0u128, 0u128, 0u128, 0u128);
-        for (rate, _, aggregate) in fwd {
+        let mut in_order = true;
+        // The last packet leaves the sender's link after the n - 1 full ones.
+        let mut last_arrival = 0u128;
+        for (i, (rate, _, aggregate)) in fwd.enumerate() {
             let (f, l) = (ser_time(full, rate) as u128, ser_time(last, rate) as u128);
+            let first_arrival = if i == 0 { 0 } else { full_before.min(last_arrival) };
+            in_order &= aggregate <= rate;
             full_before += f;
-            slowest = slowest.max(ser_time(full, aggregate.max(rate)) as u128);
+            slowest = slowest.max(f);
             last_before += l;
-            best = best.max(full_before + (n - 2) * slowest + l + (last_total - last_before));
+            last_arrival = if i == 0 { (n - 1) * f + l } else { last_arrival + l };
+            if in_order {
+                best = best.max(full_before + (n - 2) * slowest + l + (last_total - last_before));
+            }
+            if parallel {
+                // All the bytes through this hop, at its aggregate rate.
+                let bytes = (n as u64 - 1).saturating_mul(full).saturating_add(last);
+                let work = ser_time(bytes, aggregate.max(rate)) as u128;
+                best = best.max(first_arrival + work + (last_total - last_before));
+            }
+        }
+        if parallel {
+            best = best.max(full_before);
         }
         best
     };
@@ -254,7 +283,7 @@ mod tests {
     }
 
     #[test]
-    fn a_sprayed_hop_carries_the_middle_packets_at_its_aggregate_rate() {
+    fn a_sprayed_hop_carries_the_packets_at_its_aggregate_rate() {
         // 400 Gb/s host links around a 40 Gb/s fabric hop of two parallel
         // links: 100 full packets of 1,000 bytes.
         let ns = crate::units::NS;
@@ -263,17 +292,27 @@ mod tests {
         let same = ideal_fct_sprayed(100_000, 1000, 0, 0, links.map(|(r, d)| (r, d, r)), []);
         assert_eq!(single, same);
         assert_eq!(single, pipeline(100_000, 1000, 0, &links));
-        // Two links of 40 Gb/s at the fabric hop: the first packet still
-        // crosses one at 40 Gb/s (200 ns), the 98 between it and the last at
-        // 80 Gb/s (100 ns each), the last at 40 Gb/s again; 20 ns per host link.
+        // Two links of 40 Gb/s at the fabric hop. Packet by packet,
+        // alternating links, the 100th leaves its fabric link at 40 + 50 x
+        // 200 ns and the far host link 20 ns after the 99th: 10,060 ns, where
+        // one path would take 20 + 100 x 200 + 20. The bound: all 100 packets
+        // through the fabric hop at 80 Gb/s (10,000 ns) from the first
+        // arrival (20 ns), then the far host link (20 ns).
         let sprayed = [
             (400_000_000_000, 0, 400_000_000_000),
             (40_000_000_000, 0, 80_000_000_000),
             (400_000_000_000, 0, 400_000_000_000),
         ];
         let t = ideal_fct_sprayed(100_000, 1000, 0, 0, sprayed, []);
-        assert_eq!(t, (20 + 200 + 98 * 100 + 200 + 20) * ns);
+        assert_eq!(t, (20 + 10_000 + 20) * ns);
+        assert!(t <= 10_060 * ns);
         assert!(t < single);
+        // Two packets, the second short: over parallel links it may pass the
+        // first and cross the far link first, so a flow ends when the first
+        // full packet does (20 + 200 + 20 ns), not a short packet later.
+        let two = ideal_fct_sprayed(1100, 1000, 0, 0, sprayed, []);
+        assert_eq!(two, 240 * ns);
+        assert!(two < ideal_fct(1100, 1000, 0, 0, links, []));
     }
 
     #[test]

@@ -332,6 +332,20 @@ pub struct Port {
 }
 
 impl Port {
+    /// Counts `size` bytes that joined queue `q` (the caller queued the
+    /// packet): the queue's and the port's lengths and their maxima.
+    #[inline(always)]
+    pub fn count_enqueue(&mut self, q: usize, size: u64, in_window: bool) {
+        let qu = &mut self.queues[q];
+        qu.bytes += size;
+        qu.ctr.max_bytes = qu.ctr.max_bytes.max(qu.bytes);
+        self.queued += size;
+        self.stats.max_queue = self.stats.max_queue.max(self.queued);
+        if in_window {
+            self.stats.win_max_queue = self.stats.win_max_queue.max(self.queued);
+        }
+    }
+
     /// Bytes of the packet being serialised at `t` that are still to go onto
     /// the wire (0 when idle). A trace-driven link's packet waits for its
     /// delivery opportunity rather than being serialised, so it counts as

@@ -140,12 +140,10 @@ impl Simulation {
     /// pull for a NACKed packet, else to the first that wants more; then the
     /// next slot one spacing later.
     pub(super) fn eqds_pull_next(&mut self, h: u32) {
-        let now = self.now;
-        let next_slot = self.hosts[h as usize].grants.next_token;
-        if now < next_slot {
-            self.arm_grants(h, next_slot);
+        if !self.pull_slot_open(h) {
             return;
         }
+        let now = self.now;
         let spacing = self.ndp_pull_spacing(h);
         let flows = &mut self.flows;
         let waiting = &mut self.hosts[h as usize].grants.waiting;

@@ -179,15 +179,24 @@ impl Simulation {
         0
     }
 
+    /// Whether host `h`'s pull pacer may send a pull now; if not, it wakes
+    /// again at its next slot.
+    pub(super) fn pull_slot_open(&mut self, h: u32) -> bool {
+        let next_slot = self.hosts[h as usize].grants.next_token;
+        if self.now < next_slot {
+            self.arm_grants(h, next_slot);
+            return false;
+        }
+        true
+    }
+
     /// Host `h`'s pull pacer: one PULL to the next flow in turn, then the
     /// next slot one spacing later.
     pub(super) fn ndp_pull_next(&mut self, h: u32) {
-        let now = self.now;
-        let next_slot = self.hosts[h as usize].grants.next_token;
-        if now < next_slot {
-            self.arm_grants(h, next_slot);
+        if !self.pull_slot_open(h) {
             return;
         }
+        let now = self.now;
         let spacing = self.ndp_pull_spacing(h);
         if self.scenario.host.ndp_pull_order == "srpt" {
             self.ndp_pull_srpt_first(h);

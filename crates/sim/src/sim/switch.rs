@@ -197,17 +197,10 @@ impl Simulation {
                 if kind == PacketKind::Data && !pt.ecn_at_dequeue && pt.ecn_decide(q, &mut self.rng, self.in_window) {
                     self.pool.get_mut(pid).ce = true;
                 }
-                let qu = &mut pt.queues[q];
                 if !in_rank {
-                    qu.pkts.push_back(pid);
+                    pt.queues[q].pkts.push_back(pid);
                 }
-                qu.bytes += size;
-                qu.ctr.max_bytes = qu.ctr.max_bytes.max(qu.bytes);
-                pt.queued += size;
-                pt.stats.max_queue = pt.stats.max_queue.max(pt.queued);
-                if self.in_window {
-                    pt.stats.win_max_queue = pt.stats.win_max_queue.max(pt.queued);
-                }
+                pt.count_enqueue(q, size, self.in_window);
                 if pause {
                     self.send_pfc(in_port, class, true);
                 }
@@ -275,15 +268,8 @@ impl Simulation {
             return;
         }
         self.mmus[s as usize].hold_control(size);
-        let qu = &mut pt.queues[0];
-        qu.pkts.push_back(pid);
-        qu.bytes += size;
-        qu.ctr.max_bytes = qu.ctr.max_bytes.max(qu.bytes);
-        pt.queued += size;
-        pt.stats.max_queue = pt.stats.max_queue.max(pt.queued);
-        if self.in_window {
-            pt.stats.win_max_queue = pt.stats.win_max_queue.max(pt.queued);
-        }
+        pt.queues[0].pkts.push_back(pid);
+        pt.count_enqueue(0, size, self.in_window);
         self.try_send(out);
     }
 
