@@ -317,7 +317,7 @@ impl Flow {
     }
 
     /// Whether the flow may put a data packet on the wire now (pacer aside).
-    #[inline]
+    #[inline(always)]
     pub fn can_send(&self, max_outstanding: u64) -> bool {
         self.snd.started
             && self.snd.finished.is_none()
@@ -351,13 +351,18 @@ impl Flow {
             Transport::Homa => {
                 self.ctl.snd_nxt < self.snd.granted || self.homa.as_ref().is_some_and(|h| !h.resend.is_empty())
             }
-            // Credit (the initial window or a pull), and a packet to resend
-            // or new data.
-            Transport::Ndp | Transport::Eqds => self
-                .nd
-                .as_ref()
-                .is_some_and(|n| n.credit() > 0 && (!n.resend.is_empty() || self.ctl.snd_nxt < self.ctl.app_limit)),
+            Transport::Ndp | Transport::Eqds => self.pull_allows(),
         }
+    }
+
+    /// NDP and EQDS: credit (the initial window or a pull) and a packet to
+    /// resend or new data. Out of line, so that the gate of every other
+    /// transport stays small enough to inline where flows are scheduled.
+    #[inline(never)]
+    fn pull_allows(&self) -> bool {
+        self.nd
+            .as_ref()
+            .is_some_and(|n| n.credit() > 0 && (!n.resend.is_empty() || self.ctl.snd_nxt < self.ctl.app_limit))
     }
 
     /// pHost: discards the tokens that expired before `now` (a token that

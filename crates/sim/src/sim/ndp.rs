@@ -123,6 +123,8 @@ impl Simulation {
 
     /// A data packet (`header`: a cut header) of NDP flow `fid` reached its
     /// receiver `h`: ACK (NACK) it, and ask the pacer for a pull.
+    // Out of line: the receiver's demultiplexer stays as small as before NDP.
+    #[inline(never)]
     pub(super) fn ndp_receive(&mut self, h: u32, pid: PktId, header: bool) {
         let (fid, seq, payload, ts) = {
             let p = self.pool.get(pid);
@@ -250,6 +252,8 @@ impl Simulation {
     }
 
     /// A PULL reached the sender of NDP flow `fid`: more credit.
+    // Out of line: the receiver's demultiplexer stays as small as before NDP.
+    #[inline(never)]
     pub(super) fn ndp_on_pull(&mut self, pid: PktId) {
         let (fid, number) = {
             let p = self.pool.get(pid);
@@ -266,6 +270,8 @@ impl Simulation {
 
     /// An ACK reached the sender of NDP flow `fid`: the packet it names has
     /// arrived; a pull may ride on it.
+    // Out of line: the receiver's demultiplexer stays as small as before NDP.
+    #[inline(never)]
     pub(super) fn ndp_on_ack(&mut self, pid: PktId) {
         let now = self.now;
         let (fid, seq, payload, pull, ts, ecn) = {
@@ -313,6 +319,8 @@ impl Simulation {
 
     /// A NACK reached the sender of NDP flow `fid`: the packet it names was
     /// cut on the way; it goes into the resend set (a pull may ride on it).
+    // Out of line: the receiver's demultiplexer stays as small as before NDP.
+    #[inline(never)]
     pub(super) fn ndp_on_nack(&mut self, pid: PktId) {
         let (fid, seq, pull) = {
             let p = self.pool.get(pid);
@@ -342,6 +350,8 @@ impl Simulation {
     /// NDP flow `fid` heard no new ACK for its timeout: every packet sent and
     /// not acknowledged goes into the resend set, and may go without pulls.
     /// An EQDS flow resends only its oldest unacknowledged packet (htsim).
+    // Out of line: the receiver's demultiplexer stays as small as before NDP.
+    #[inline(never)]
     pub(super) fn ndp_timeout(&mut self, fid: u32) {
         let payload = self.scenario.packets.payload as u64;
         let f = &mut self.flows[fid as usize];

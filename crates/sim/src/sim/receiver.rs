@@ -49,39 +49,30 @@ impl Simulation {
                     _ => self.receive_data(h, pid),
                 }
             }
-            PacketKind::Header => {
-                // Only NDP's receivers answer a cut header; to any other
-                // transport it is a lost packet.
-                let fid = self.pool.get(pid).flow;
-                match self.flows[fid as usize].path.transport {
-                    Transport::Ndp => self.ndp_receive(h, pid, true),
-                    Transport::Eqds => self.eqds_receive(h, pid, true),
-                    _ => self.pool.free(pid),
-                }
-            }
+            PacketKind::Header => self.receive_header(h, pid),
             PacketKind::Probe => self.answer_probe(h, pid),
-            PacketKind::Ack => {
-                let fid = self.pool.get(pid).flow;
-                if matches!(self.flows[fid as usize].path.transport, Transport::Ndp | Transport::Eqds) {
-                    self.ndp_on_ack(pid);
-                } else {
-                    self.on_ack(pid);
-                }
-            }
-            PacketKind::Nack => {
-                let fid = self.pool.get(pid).flow;
-                if matches!(self.flows[fid as usize].path.transport, Transport::Ndp | Transport::Eqds) {
-                    self.ndp_on_nack(pid);
-                } else {
-                    self.on_nack(pid);
-                }
-            }
+            PacketKind::Ack => self.on_ack(pid),
+            PacketKind::Nack => self.on_nack(pid),
             PacketKind::Cnp => self.on_cnp(pid),
             PacketKind::ProbeReply => self.on_probe_reply(pid),
             PacketKind::Rts => self.on_rts(h, pid),
             PacketKind::Grant => self.on_grant(pid),
             PacketKind::Resend => self.homa_on_resend(pid),
             PacketKind::Busy => self.homa_on_busy(pid),
+        }
+    }
+
+    /// A header cut from a data packet by a trimming switch reached host `h`:
+    /// only NDP's and EQDS's receivers answer it; to any other transport it is
+    /// a lost packet.
+    #[cold]
+    #[inline(never)]
+    fn receive_header(&mut self, h: u32, pid: PktId) {
+        let fid = self.pool.get(pid).flow;
+        match self.flows[fid as usize].path.transport {
+            Transport::Ndp => self.ndp_receive(h, pid, true),
+            Transport::Eqds => self.eqds_receive(h, pid, true),
+            _ => self.pool.free(pid),
         }
     }
 
@@ -102,6 +93,7 @@ impl Simulation {
     }
 
     /// A data packet of its flow reached the receiving host `h`.
+    #[inline(always)]
     fn receive_data(&mut self, h: u32, pid: PktId) {
         let (fid, seq, payload, ce, probe, ts, hops, n_int, pint) = {
             let p = self.pool.get(pid);

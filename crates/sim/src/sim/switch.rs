@@ -213,6 +213,8 @@ impl Simulation {
     /// queue `q`: on a fair coin, cuts the last packet queued there (which
     /// frees its place for the arrival) and returns true; otherwise, or with
     /// nothing queued, returns false.
+    #[cold]
+    #[inline(never)]
     fn trim_tail(&mut self, s: u32, out: u32, q: usize) -> bool {
         if !rand::Rng::random::<bool>(&mut self.rng) {
             return false;
@@ -243,6 +245,8 @@ impl Simulation {
     /// (its data queue `q` refused it, or it was the last one queued): the
     /// payload counts as dropped, and the header joins the port's control
     /// queue, unless that already holds the header queue's limit.
+    #[cold]
+    #[inline(never)]
     fn trim_to_header(&mut self, s: u32, out: u32, q: usize, pid: PktId) {
         let now = self.now;
         let header = self.scenario.packets.header;

@@ -92,6 +92,11 @@ impl Simulation {
             let p = self.pool.get(pid);
             (p.flow, p.seq, p.ecn_echo(), p.ts_tx, p.hops, p.payload as u64, p.pint)
         };
+        if matches!(self.flows[fid as usize].path.transport, Transport::Ndp | Transport::Eqds) {
+            // Its ACK names one packet, not a cumulative point.
+            self.ndp_on_ack(pid);
+            return;
+        }
         let rto_min = self.scenario.host.rto_min.0;
         let sack_blocks = self.flows[fid as usize].ctl.sack_pipe.is_some().then(|| self.pool.sack(pid));
         let mss = self.scenario.packets.payload as u64;
@@ -168,6 +173,11 @@ impl Simulation {
             let p = self.pool.get(pid);
             (p.flow, p.seq, p.ts_tx)
         };
+        if matches!(self.flows[fid as usize].path.transport, Transport::Ndp | Transport::Eqds) {
+            // Its NACK names a cut packet to resend, not a point to go back to.
+            self.ndp_on_nack(pid);
+            return;
+        }
         self.pool.free(pid);
         let rtt = self.now.saturating_sub(ts);
         let f = &mut self.flows[fid as usize];
