@@ -247,6 +247,12 @@ def check_buffer(run: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
                (("ack", 64), ("nack", 64), ("cnp", 64), ("probe", 128)))  # fmt: skip
     hosts = _hosts(scenario)
     limit = buffer + 2 * ctrl * hosts
+    if sw.get("trim"):
+        # Trimming ports also queue cut headers as control, up to their header-queue limit:
+        # `trim_header_queue`, or twice `port_buffer`, or twice the buffer.
+        cap = size_bytes(sw.get("trim_header_queue", 0)) or 0
+        port = size_bytes(sw.get("port_buffer", 0)) or 0
+        limit += cap if cap > 0 else 2 * (port if port > 0 else buffer)
     return [f"queue above the switch buffer ({buffer:.0f} B + control): {p['name']} held "
             f"{p['queue_max_kb'] * 1e3:.0f} B" for p in run["summary"]["ports"]
             if p["queue_max_kb"] * 1e3 > limit + 0.5]  # fmt: skip

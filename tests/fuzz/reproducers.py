@@ -35,6 +35,9 @@ def _long(**extra: Any) -> list[dict[str, Any]]:
     return [{"kind": "long", "receiver": 0, **extra}]
 
 
+_poisson_trace = {"kind": "poisson", "rate": "3.04Mbps"}
+
+
 def _flow(**extra: Any) -> list[dict[str, Any]]:
     return [{"kind": "flows", "flows": [{"src": 0, "dst": 1, **extra}]}]
 
@@ -124,6 +127,22 @@ SCENARIOS: list[tuple[str, int, str, dict[str, Any]]] = [
             {"kind": "poisson", "cdf": str(SMALL_CDF), "load": 0.41396180809086663,
              "sampling": "interpolate", "max_size": "200KB", "start": "0ns"}],
         "metrics": {"window": ["8327ns", "83274ns"], "sample_interval": "4164ns"}}),
+    # Cut headers queue as control; with a shared buffer and no port_buffer they had no limit,
+    # and 173 of them (6,920 B) stood in a 2,048-byte switch behind a 3 Mb/s trace link.
+    ("cut-headers-without-a-port-budget", 0, "buffer", {
+        "duration": "229631ns",
+        "topology": {"kind": "dumbbell", "left": 1, "right": 3, "link_rate": "10Gbps",
+                     "link_delay": "20us", "bottleneck_rate": "40Gbps", "bottleneck_delay": "20us"},
+        "switch": {"buffer": 2048, "trim": True, "ecn": {"enabled": False}},
+        "host": {"loss_recovery": "tcp", "sack": True, "rto": "1s", "rto_min": "200ms",
+                 "max_outstanding": 0, "burst": 1500},
+        "packets": {"payload": 1460, "header": 40}, "cc": {"algorithm": "cubic"},
+        "workload": [{"kind": "flows", "cc": {"algorithm": "eqds"}, "flows": [
+            {"src": 0, "dst": 2}, {"src": 3, "dst": 0, "size": 1000, "start": "135907ns"},
+            {"src": 2, "dst": 3, "size": 1024, "start": "25629ns"}]}],
+        "link": [{"from": "left", "to": "right", "trace_process": _poisson_trace},
+                 {"from": "right", "to": "left", "trace_process": _poisson_trace}],
+        "metrics": {"window": ["114816ns", "229631ns"], "sample_interval": "45926ns"}}),
     # ACKs in their flow's data class queue in a rank port: they are not data in flight.
     ("acks-in-a-rank-queue", 0, "buffer", {
         "duration": "20us", "topology": _star(5, uplink_delay="3us", downlink_delay="1us"),

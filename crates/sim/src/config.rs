@@ -222,7 +222,7 @@ pub struct SwitchConfig {
     /// Trimming switches: bytes of cut headers a port's control queue may
     /// hold; a header arriving beyond it is dropped (ACKs, pulls and other
     /// control packets are never dropped). 0: twice `port_buffer` (htsim's
-    /// rule), or no limit when `port_buffer` is 0.
+    /// rule), or twice `buffer` when `port_buffer` is 0.
     pub trim_header_queue: Bytes,
 }
 

@@ -73,12 +73,14 @@ pub(super) fn validate(sc: &Scenario) -> CfgResult<()> {
     Ok(())
 }
 
-/// The header-queue limit of trimming switches, in bytes (`u64::MAX`: none).
+/// The header-queue limit of trimming switches, in bytes: `trim_header_queue`,
+/// or twice a port's data budget (htsim's rule), which is `port_buffer` or,
+/// without one, the switch's whole `buffer`.
 pub(super) fn header_queue_limit(sc: &Scenario) -> u64 {
     let s = &sc.switch;
     match (s.trim_header_queue.0, s.port_buffer.0) {
-        (0, 0) => u64::MAX,
-        (0, port) => 2 * port,
+        (0, 0) => s.buffer.0.saturating_mul(2),
+        (0, port) => port.saturating_mul(2),
         (limit, _) => limit,
     }
 }
