@@ -3,29 +3,10 @@
 //! NDP's trimming switches, NACKs and resends.
 
 mod common;
-use common::{build, conserved, port, HEADER, PAYLOAD, WIRE};
+use common::{conserved, port, run_to_end as run, trimming_star as star, PAYLOAD, WIRE};
 
 use ccgym_sim::Simulation;
 use serde_json::{json, Value};
-
-/// A star of `hosts` at 10 Gb/s with trimming ports of 8 full packets and
-/// `cc` hosts (`eqds` or `ndp`).
-fn star(hosts: u32, flows: Value, cc: &str) -> Value {
-    json!({
-        "duration": "50ms",
-        "topology": {"kind": "star", "hosts": hosts, "link_rate": "10Gbps", "link_delay": "2us"},
-        "switch": {"buffer_model": "static", "port_buffer": 8 * WIRE, "trim": true, "ecn": {"enabled": false}},
-        "packets": {"payload": PAYLOAD, "header": HEADER},
-        "cc": {"algorithm": cc},
-        "workload": [{"kind": "flows", "flows": flows}],
-    })
-}
-
-fn run(sc: &Value) -> Simulation {
-    let mut sim = build(sc);
-    sim.run_until(u64::MAX);
-    sim
-}
 
 #[test]
 fn incast_completes_at_line_rate_with_cuts_and_no_drops() {

@@ -3,29 +3,15 @@
 //! senders resend cut packets first and send one packet per pull.
 
 mod common;
-use common::{build, conserved, port, HEADER, PAYLOAD, WIRE};
+use common::{conserved, port, run_to_end as run, trimming_star, HEADER, PAYLOAD, WIRE};
 
 use ccgym_sim::units::US;
 use ccgym_sim::Simulation;
 use serde_json::{json, Value};
 
-/// A star of `hosts` at 10 Gb/s with NDP's switch ports (8 full packets of
-/// data per port, trimming, no ECN) and NDP hosts.
+/// The trimming star with NDP hosts.
 fn ndp(hosts: u32, flows: Value) -> Value {
-    json!({
-        "duration": "50ms",
-        "topology": {"kind": "star", "hosts": hosts, "link_rate": "10Gbps", "link_delay": "2us"},
-        "switch": {"buffer_model": "static", "port_buffer": 8 * WIRE, "trim": true, "ecn": {"enabled": false}},
-        "packets": {"payload": PAYLOAD, "header": HEADER},
-        "cc": {"algorithm": "ndp"},
-        "workload": [{"kind": "flows", "flows": flows}],
-    })
-}
-
-fn run(sc: &Value) -> Simulation {
-    let mut sim = build(sc);
-    sim.run_until(u64::MAX);
-    sim
+    trimming_star(hosts, flows, "ndp")
 }
 
 #[test]

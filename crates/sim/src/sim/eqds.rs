@@ -84,17 +84,8 @@ impl Simulation {
         // A cut header still carries its pull target.
         let target = unwrap_pull(n.pull_target, target);
         self.eqds_on_target(h, fid, target);
-        let (kind, size) = if header {
-            (PacketKind::Nack, self.scenario.packets.nack)
-        } else {
-            (PacketKind::Ack, self.scenario.packets.ack)
-        };
-        let a = self.control_packet(fid, kind, h, src, size, seq);
-        let p = self.pool.get_mut(a);
-        p.payload = payload;
-        p.rank = 0;
-        p.ts_tx = ts;
-        self.send_control(h, a);
+        // A pull is never carried by an ACK.
+        self.ndp_reply(h, fid, src, header, (seq, payload, ts), 0);
     }
 
     /// Receiver `h` heard pull target `target` for EQDS flow `fid` (in its
@@ -107,17 +98,9 @@ impl Simulation {
         if complete {
             n.pulls_queued = 0;
         }
-        if complete || (n.pulls_queued == 0 && n.pull_target <= n.pull_no) {
-            return;
+        if !complete && (n.pulls_queued > 0 || n.pull_target > n.pull_no) {
+            self.join_pull_queue(h, fid, GrantPolicy::Eqds);
         }
-        let g = &mut self.hosts[h as usize].grants;
-        g.policy = GrantPolicy::Eqds;
-        if !f.rcv.in_grant_queue {
-            f.rcv.in_grant_queue = true;
-            g.waiting.push_back(fid);
-        }
-        let t = g.next_token.max(self.now);
-        self.arm_grants(h, t);
     }
 
     /// EQDS flow `fid` has data it has not sent and no credit to send it (its

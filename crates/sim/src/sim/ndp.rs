@@ -145,6 +145,15 @@ impl Simulation {
         } else {
             self.ndp_request_pull(h, fid)
         };
+        self.ndp_reply(h, fid, src, header, (seq, payload, ts), pull);
+    }
+
+    /// Receiver `h` answers a packet of flow `fid` (from host `src`) that
+    /// reached it: an ACK naming the data (`seq`, `payload`, its send time
+    /// `ts` echoed), or a NACK for a cut header, carrying pull number `pull`
+    /// (0: none). NDP's and EQDS's receivers answer alike.
+    pub(super) fn ndp_reply(&mut self, h: u32, fid: u32, src: u32, header: bool, data: (u64, u32, Time), pull: u64) {
+        let (seq, payload, ts) = data;
         let (kind, size) = if header {
             (PacketKind::Nack, self.scenario.packets.nack)
         } else {
@@ -156,6 +165,20 @@ impl Simulation {
         p.rank = pull as u32;
         p.ts_tx = ts;
         self.send_control(h, a);
+    }
+
+    /// Flow `fid` joins host `h`'s pull queue under `policy` (if not in it
+    /// already), and the pacer wakes at its next slot.
+    pub(super) fn join_pull_queue(&mut self, h: u32, fid: u32, policy: GrantPolicy) {
+        let f = &mut self.flows[fid as usize];
+        let g = &mut self.hosts[h as usize].grants;
+        g.policy = policy;
+        if !f.rcv.in_grant_queue {
+            f.rcv.in_grant_queue = true;
+            g.waiting.push_back(fid);
+        }
+        let t = g.next_token.max(self.now);
+        self.arm_grants(h, t);
     }
 
     /// Receiver `h` asks its pacer for one pull for flow `fid`: the pull
@@ -174,12 +197,7 @@ impl Simulation {
             return n.pull_no;
         }
         nd!(f).pulls_queued += 1;
-        if !f.rcv.in_grant_queue {
-            f.rcv.in_grant_queue = true;
-            g.waiting.push_back(fid);
-        }
-        let t = g.next_token.max(now);
-        self.arm_grants(h, t);
+        self.join_pull_queue(h, fid, GrantPolicy::Ndp);
         0
     }
 
@@ -290,19 +308,8 @@ impl Simulation {
             n.max_pull = n.max_pull.max(unwrap_pull(n.max_pull, pull));
         }
         n.resend.remove(&seq);
-        let end = seq + payload;
         let old_una = f.ctl.snd_una;
-        if seq <= f.ctl.snd_una {
-            f.ctl.snd_una = f.ctl.snd_una.max(end);
-            // Ranges acknowledged out of order that now join the front.
-            let k = n.acked.partition_point(|r| r.0 <= f.ctl.snd_una);
-            if k > 0 {
-                f.ctl.snd_una = f.ctl.snd_una.max(n.acked[k - 1].1);
-                n.acked.drain(..k);
-            }
-        } else {
-            super::receiver::insert_range(&mut n.acked, seq, end);
-        }
+        super::receiver::take_range(&mut f.ctl.snd_una, &mut n.acked, seq, seq + payload);
         let newly = f.ctl.snd_una - old_una;
         if newly > 0 {
             f.snd.last_progress = now;

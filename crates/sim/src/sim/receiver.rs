@@ -213,22 +213,31 @@ impl Simulation {
 /// held ranges they join, or holds them as a range of their own. False if
 /// every byte was already there (a duplicate).
 pub(super) fn accept_range(r: &mut crate::flow::Receiver, seq: u64, end: u64) -> bool {
-    if end <= r.rcv_nxt {
+    take_range(&mut r.rcv_nxt, &mut r.ooo, seq, end)
+}
+
+/// Takes [seq, end) into a cumulative point `next` and the sorted ranges
+/// `held` beyond it: advances `next` over them and over the held ranges they
+/// join, or holds them as a range of their own. False for a duplicate. (A
+/// receiver's `rcv_nxt`, or an NDP sender's `snd_una` and the packets its
+/// ACKs named out of order.)
+pub(super) fn take_range(next: &mut u64, held: &mut Vec<(u64, u64)>, seq: u64, end: u64) -> bool {
+    if end <= *next {
         false
-    } else if seq <= r.rcv_nxt {
-        r.rcv_nxt = end;
-        while let Some(&(a, b)) = r.ooo.first() {
-            if a > r.rcv_nxt {
+    } else if seq <= *next {
+        *next = end;
+        while let Some(&(a, b)) = held.first() {
+            if a > *next {
                 break;
             }
-            r.rcv_nxt = r.rcv_nxt.max(b);
-            r.ooo.remove(0);
+            *next = (*next).max(b);
+            held.remove(0);
         }
         true
-    } else if r.ooo.iter().any(|&(a, b)| a <= seq && end <= b) {
+    } else if held.iter().any(|&(a, b)| a <= seq && end <= b) {
         false
     } else {
-        insert_range(&mut r.ooo, seq, end);
+        insert_range(held, seq, end);
         true
     }
 }

@@ -47,6 +47,13 @@ fn count_drop(st: &mut PortStats, size: u64, in_window: bool) {
     }
 }
 
+/// Whether port `pt`'s control queue has room for a cut header of `size`
+/// bytes under the trimming switches' header-queue `limit`.
+#[inline(always)]
+fn header_room(pt: &Port, size: u64, limit: u64) -> bool {
+    pt.queues[0].bytes + size <= limit
+}
+
 /// Offers data packet `pkt` to the rank queue of `pt`. Evicted packets leave
 /// queue 1's bytes and the buffer, count as drops and are freed; the arrival,
 /// if admitted, is charged to the buffer (its queue bytes are added by the
@@ -140,7 +147,7 @@ impl Simulation {
         };
         let in_rank = q != 0 && matches!(pt.discipline, Discipline::Rank(_));
         let (mut admit, mut charge) = if q == 0 {
-            if kind == PacketKind::Header && pt.queues[0].bytes + size > self.trim_header_limit {
+            if kind == PacketKind::Header && !header_room(pt, size, self.trim_header_limit) {
                 // A trimming port's header queue is full (htsim drops the header).
                 count_drop(&mut pt.stats, size, self.in_window);
                 self.pool.free(pid);
@@ -266,7 +273,7 @@ impl Simulation {
         pt.queues[q].ctr.drops += 1;
         pt.queues[q].ctr.drop_bytes += cut;
         let size = header as u64;
-        if pt.queues[0].bytes + size > self.trim_header_limit {
+        if !header_room(pt, size, self.trim_header_limit) {
             count_drop(&mut pt.stats, size, self.in_window);
             self.pool.free(pid);
             return;

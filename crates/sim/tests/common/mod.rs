@@ -36,3 +36,24 @@ pub fn conserved(sim: &Simulation) -> bool {
 pub fn port(sim: &Simulation, name: &str) -> usize {
     (0..sim.ports().len() as u32).find(|&p| sim.port_name(p) == name).expect("port exists") as usize
 }
+
+/// A star of `hosts` at 10 Gb/s, 2 us links, with NDP's trimming switch
+/// ports (8 full packets of data per port, no ECN), 50 ms, and `cc` hosts
+/// (`ndp`, `eqds`, or another CC crossing trimming ports).
+pub fn trimming_star(hosts: u32, flows: Value, cc: &str) -> Value {
+    serde_json::json!({
+        "duration": "50ms",
+        "topology": {"kind": "star", "hosts": hosts, "link_rate": "10Gbps", "link_delay": "2us"},
+        "switch": {"buffer_model": "static", "port_buffer": 8 * WIRE, "trim": true, "ecn": {"enabled": false}},
+        "packets": {"payload": PAYLOAD, "header": HEADER},
+        "cc": {"algorithm": cc},
+        "workload": [{"kind": "flows", "flows": flows}],
+    })
+}
+
+/// Builds `scenario` and runs it to its end.
+pub fn run_to_end(scenario: &Value) -> Simulation {
+    let mut sim = build(scenario);
+    sim.run_until(u64::MAX);
+    sim
+}
