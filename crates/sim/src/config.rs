@@ -483,6 +483,11 @@ pub struct HostConfig {
     /// those it holds (`maxwnd`); `None`: one BDP of its path (line rate x
     /// base RTT), rounded up to whole packets. 1 to 1000.
     pub eqds_window: Option<u32>,
+    /// EQDS: when no flow wants a pull, the receiver's pacer gives an
+    /// unrequested ("slow") pull to a flow whose demand it has met and whose
+    /// data has not all arrived, up to `eqds_window` pulls beyond the flow's
+    /// pull target (htsim's idle senders). `false`: pulls only on demand.
+    pub eqds_slow_pulls: bool,
     /// TCP flows: selective acknowledgements (RFC 2018) and SACK-based loss
     /// recovery (RFC 6675): the receiver reports up to 3 out-of-order
     /// ranges per ACK and the sender repairs every hole of a window in about
@@ -537,6 +542,7 @@ impl Default for HostConfig {
             ndp_pull_rate: 0.99,
             ndp_pull_order: "round_robin".into(),
             eqds_window: None,
+            eqds_slow_pulls: true,
             sack: false,
         }
     }

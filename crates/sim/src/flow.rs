@@ -236,6 +236,9 @@ pub struct NdpFlow {
     /// the speculative credit at its start, and the most pulls its data
     /// asks for beyond the credit it holds.
     pub window: u32,
+    /// EQDS receiver: in the pacer's list of idle flows, which get
+    /// unrequested pulls (`host.eqds_slow_pulls`).
+    pub slow_queued: bool,
 }
 
 impl NdpFlow {

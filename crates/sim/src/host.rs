@@ -146,11 +146,20 @@ pub struct GrantScheduler {
     pub next_token: Time,
     /// Pending `RecvWake` time (`Time::MAX` if none).
     pub wake_at: Time,
+    /// EQDS: flows whose demand a pull has met, in turn for unrequested
+    /// pulls when no flow wants one (`host.eqds_slow_pulls`).
+    pub idle: VecDeque<u32>,
 }
 
 impl Default for GrantScheduler {
     fn default() -> Self {
-        GrantScheduler { waiting: VecDeque::new(), policy: GrantPolicy::RoundRobin, next_token: 0, wake_at: Time::MAX }
+        GrantScheduler {
+            waiting: VecDeque::new(),
+            policy: GrantPolicy::RoundRobin,
+            next_token: 0,
+            wake_at: Time::MAX,
+            idle: VecDeque::new(),
+        }
     }
 }
 

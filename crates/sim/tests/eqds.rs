@@ -29,9 +29,12 @@ fn incast_completes_at_line_rate_with_cuts_and_no_drops() {
 fn the_receiver_pulls_exactly_what_the_sender_still_wants() {
     // One 2 MB flow: it sends its window speculatively, and the receiver
     // then issues one pull per packet left: no pull is wasted (NDP pulls once
-    // per arrival, so its last window's pulls find nothing to send).
+    // per arrival, so its last window's pulls find nothing to send). Slow
+    // pulls, off here, come on top (next test).
     let pulls = |cc: &str| {
-        let sim = run(&star(2, json!([{"src": 1, "dst": 0, "size": "2MB"}]), cc));
+        let mut sc = star(2, json!([{"src": 1, "dst": 0, "size": "2MB"}]), cc);
+        sc["host"] = json!({"eqds_slow_pulls": false});
+        let sim = run(&sc);
         let f = &sim.flows()[0];
         assert!(f.snd.finished.is_some());
         let n = f.nd.as_ref().unwrap();
@@ -42,6 +45,39 @@ fn the_receiver_pulls_exactly_what_the_sender_still_wants() {
     assert_eq!(eqds, pkts - window, "one pull per packet not sent speculatively");
     let (ndp, iw) = pulls("ndp");
     assert!(ndp > pkts - iw, "NDP pulls once per arrival: {ndp} for {} pulled packets", pkts - iw);
+}
+
+#[test]
+fn slow_pulls_go_only_to_idle_flows_and_at_most_a_window_beyond_their_demand() {
+    let with = |slow: bool, flows: Value, hosts: u32| {
+        let mut sc = star(hosts, flows, "eqds");
+        sc["host"] = json!({"eqds_slow_pulls": slow});
+        run(&sc)
+    };
+    // One flow: whenever its demand is met and nothing else waits, the
+    // pacer hands it pulls it did not ask for, a window at most beyond its
+    // target, and the flow finishes no later for them.
+    let one = json!([{"src": 1, "dst": 0, "size": "2MB"}]);
+    let (on, off) = (with(true, one.clone(), 2), with(false, one, 2));
+    let (f_on, f_off) = (&on.flows()[0], &off.flows()[0]);
+    let (n_on, n_off) = (f_on.nd.as_ref().unwrap(), f_off.nd.as_ref().unwrap());
+    assert!(n_on.pull_no > n_off.pull_no, "slow pulls: {} against {}", n_on.pull_no, n_off.pull_no);
+    assert!(n_on.pull_no <= n_on.pull_target + n_on.window as u64);
+    assert!(f_on.snd.finished.unwrap() <= f_off.snd.finished.unwrap());
+    assert!(conserved(&on));
+    // An incast: some flow wants a pull until the last packet is pulled, so
+    // slow pulls come only while the last packets are on their way, and
+    // every flow completes at the same picosecond.
+    let incast: Vec<Value> = (1..=8).map(|i| json!({"src": i, "dst": 0, "size": "200KB"})).collect();
+    let (on, off) = (with(true, json!(incast.clone()), 9), with(false, json!(incast), 9));
+    let mut slow = 0;
+    for (a, b) in on.flows().iter().zip(off.flows()) {
+        assert_eq!(a.snd.finished, b.snd.finished);
+        let (na, nb) = (a.nd.as_ref().unwrap(), b.nd.as_ref().unwrap());
+        assert!(na.pull_no >= nb.pull_no && na.pull_no <= nb.pull_no + na.window as u64);
+        slow += na.pull_no - nb.pull_no;
+    }
+    assert!(slow < 8 * 8, "{slow} slow pulls at the end of the incast");
 }
 
 #[test]

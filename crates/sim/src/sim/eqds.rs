@@ -20,17 +20,19 @@
 //!   (one pull per full-packet time at `host.ndp_pull_rate` of the
 //!   downlink) serves first, round robin, the flows owed pulls for NACKed
 //!   packets, then, round robin, the flows that want more; a pull of either
-//!   kind counts against the target. Unlike NDP, a pull is never carried by
-//!   an ACK.
+//!   kind counts against the target. When no flow wants one, it gives
+//!   unrequested "slow" pulls, round robin, to the flows whose demand a pull
+//!   met (htsim's idle senders), each up to a window beyond its target, as
+//!   long as its data has not all arrived (`host.eqds_slow_pulls`). Unlike
+//!   NDP, a pull is never carried by an ACK.
 //! * **Timeout.** A flow that hears no new ACK for `host.rto` while data is
 //!   unacknowledged resends its oldest unacknowledged packet without a pull
 //!   (htsim requeues the oldest and asks for credit with an RTS if it has
 //!   none).
 //!
-//! Not modelled (docs/cc.md): htsim's unrequested "slow" pulls to idle
-//! senders, its ACK coalescing (every 16 KB unless asked) and SACK bitmaps,
-//! per-path penalties after NACKs, and the priority of speculative packets
-//! at priority-aware queues.
+//! Not modelled (docs/cc.md): htsim's ACK coalescing (every 16 KB unless
+//! asked) and SACK bitmaps, per-path penalties after NACKs, and the priority
+//! of speculative packets at priority-aware queues.
 
 use super::ndp::unwrap_pull;
 use super::Simulation;
@@ -105,8 +107,9 @@ impl Simulation {
 
     /// EQDS flow `fid` has data it has not sent and no credit to send it (its
     /// speculation ended before its window went out, or it timed out with
-    /// nothing in flight): it declares the pulls it wants in an RTS. (htsim's
-    /// receivers find such senders with unrequested "slow" pulls instead.)
+    /// nothing in flight): it declares the pulls it wants in an RTS. (htsim
+    /// relies on its slow pulls here, which reach only flows a pull has
+    /// served before; the RTS also covers a flow that never had one.)
     pub(super) fn eqds_declare(&mut self, fid: u32) {
         let mtu = self.scenario.packets.payload as u64;
         let f = &self.flows[fid as usize];
@@ -122,16 +125,19 @@ impl Simulation {
     }
 
     /// Host `h`'s EQDS pull pacer: one PULL to the first flow in turn owed a
-    /// pull for a NACKed packet, else to the first that wants more; then the
-    /// next slot one spacing later.
+    /// pull for a NACKed packet, else to the first that wants more, else (with
+    /// `host.eqds_slow_pulls`) an unrequested one to the first idle flow;
+    /// then the next slot one spacing later.
     pub(super) fn eqds_pull_next(&mut self, h: u32) {
         if !self.pull_slot_open(h) {
             return;
         }
         let now = self.now;
         let spacing = self.ndp_pull_spacing(h);
+        let slow_pulls = self.scenario.host.eqds_slow_pulls;
         let flows = &mut self.flows;
-        let waiting = &mut self.hosts[h as usize].grants.waiting;
+        let grants = &mut self.hosts[h as usize].grants;
+        let (waiting, idle) = (&mut grants.waiting, &mut grants.idle);
         // Flows that want nothing more (complete, or their target reached)
         // leave the list; a later arrival brings them back.
         waiting.retain(|&fid| {
@@ -146,15 +152,44 @@ impl Simulation {
         });
         let owed =
             waiting.iter().position(|&fid| flows[fid as usize].nd.as_deref().is_some_and(|n| n.pulls_queued > 0));
-        let Some(i) = owed.or(if waiting.is_empty() { None } else { Some(0) }) else { return };
-        let fid = waiting.remove(i).expect("index from the scan");
-        // Round robin: the flow served goes to the back.
-        waiting.push_back(fid);
+        let (fid, slow) = match owed.or(if waiting.is_empty() { None } else { Some(0) }) {
+            Some(i) => {
+                let fid = waiting.remove(i).expect("index from the scan");
+                // Round robin: the flow served goes to the back.
+                waiting.push_back(fid);
+                (fid, false)
+            }
+            // No flow wants a pull: the first idle flow whose data has not
+            // all arrived gets one it did not ask for.
+            None => loop {
+                let Some(fid) = idle.pop_front() else { return };
+                let f = &mut flows[fid as usize];
+                let complete = f.rcv.rcv_nxt >= f.ctl.size;
+                if !complete {
+                    break (fid, true);
+                }
+                nd!(f).slow_queued = false;
+            },
+        };
         let f = &mut flows[fid as usize];
         let src = f.path.src;
         let n = nd!(f);
         n.pulls_queued = n.pulls_queued.saturating_sub(1);
         n.pull_no += 1;
+        let met = n.pulls_queued == 0 && n.pull_target <= n.pull_no;
+        if slow {
+            // Idle flows get at most a window of pulls beyond their target
+            // (htsim's limit on this credit), and leave when they want again.
+            if met && n.pull_no - n.pull_target < n.window as u64 {
+                idle.push_back(fid);
+            } else {
+                n.slow_queued = false;
+            }
+        } else if slow_pulls && met && !n.slow_queued {
+            // This pull met the flow's demand: it joins the idle flows.
+            n.slow_queued = true;
+            idle.push_back(fid);
+        }
         let number = n.pull_no;
         self.hosts[h as usize].grants.next_token = now + spacing;
         self.arm_grants(h, now + spacing);
