@@ -533,10 +533,10 @@ HOSTILE_FIELDS = [
     "host.burst", "host.ack_every", "host.cnp_interval", "host.nack_interval", "host.rto",
     "host.rto_min", "host.loss_recovery", "host.max_outstanding", "host.min_rate_fraction",
     "host.tx_jitter", "host.scheduler", "host.ndp_iw", "host.ndp_pull_rate", "host.eqds_window",
-    "host.eqds_slow_pulls", "switch.trim", "switch.trim_header_queue", "packets.payload", "packets.header", "packets.ack",
-    "packets.probe", "packets.pfc", "cc.algorithm", "cc.rate", "cc.g", "metrics.window",
-    "metrics.sample_interval", "metrics.flow_series", "workload", "topology", "switch", "cc",
-    "agent", "link",
+    "host.eqds_slow_pulls", "switch.trim", "switch.trim_header_queue", "packets.payload",
+    "packets.header", "packets.ack", "packets.probe", "packets.pfc", "cc.algorithm", "cc.rate",
+    "cc.g", "metrics.window", "metrics.sample_interval", "metrics.flow_series", "workload",
+    "topology", "switch", "cc", "agent", "link",
 ]  # fmt: skip
 
 

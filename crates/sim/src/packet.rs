@@ -63,12 +63,13 @@ pub struct IntHop {
 /// A packet. Control packets reuse the fields they need.
 ///
 /// Exactly one cache line, aligned to one (see "The fat tree's packet" in
-/// docs/performance.md): a switch hop reads the header, the charge and the
-/// queueing time, and with the former 80 bytes every packet straddled two
+/// docs/performance.md): a switch hop reads the header, the ingress port and
+/// the queueing time, and with the former 80 bytes every packet straddled two
 /// lines. Nothing goes in it that a field already says: the source host of a
 /// packet is its flow's (`Path::src` or `dst` by direction, read only where a
 /// probe is answered), a PFC frame's pause is its `seq`, and the buffer
-/// charge is the part of the account (one byte), not three byte counts.
+/// releases a packet from its ingress account's counters, not from a record
+/// of the parts it was charged to.
 #[derive(Clone, Debug)]
 #[repr(align(64))]
 pub struct Packet {
@@ -108,8 +109,6 @@ pub struct Packet {
     /// Slot of this packet's INT records in the pool's INT table (valid when `n_int > 0`
     /// or `want_int`); kept out of line so packets without INT stay small.
     pub int_slot: u32,
-    /// Buffer bytes charged at the current switch (released at dequeue).
-    pub charge: crate::net::switch::Charge,
     /// Grant: the priority the receiver asks the granted data to use (0 is
     /// the highest). Kept apart from any per-packet switch priority: a grant
     /// names the priority of other packets, not its own.
@@ -186,7 +185,6 @@ impl Packet {
             hops: 0,
             n_int: 0,
             int_slot: NO_INT,
-            charge: Default::default(),
             grant_prio: 0,
             prio: 0,
             rank: 0,

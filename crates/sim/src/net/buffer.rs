@@ -14,11 +14,10 @@
 //!
 //! [`BufferModel`] is the one shape the datapath calls; [`Mmu`] sits under it
 //! unchanged. Its `admit(ingress, class, size, queue_bytes)` and
-//! `release(ingress, class, size, charge)` are called with the queue number as
-//! the class (as today), the [`Charge`] it returns travels with the packet, and
-//! an XOFF/XON request comes back as today. A static buffer ignores the ingress
-//! port, keys its accounting by (egress port, queue) and returns an empty
-//! charge and no pause. Both are an enum, not a trait object: one `match` per
+//! `release(ingress, class, size)` are called with the queue number as the
+//! class, and an XOFF/XON request comes back. A static buffer ignores the
+//! ingress port, keys its accounting by (egress port, queue) and never
+//! pauses. Both are an enum, not a trait object: one `match` per
 //! packet, no dynamic dispatch.
 //!
 //! # Wiring
@@ -33,7 +32,7 @@
 //! buffer; 0 splits `switch.buffer` evenly over the switch's data queues);
 //! `static` together with `switch.pfc.enabled` is a configuration error.
 
-use crate::net::switch::{Admit, Charge, Mmu};
+use crate::net::switch::{Admit, Mmu};
 
 /// Fixed byte budgets per (egress port, queue); nothing is shared.
 #[derive(Clone, Debug)]
@@ -115,36 +114,31 @@ pub enum BufferModel {
 impl BufferModel {
     /// Admission of a `size`-byte data packet that arrived on local port
     /// `ingress` for queue `queue` of local port `egress`, which holds
-    /// `queue_bytes` now. The returned charge is stored in the packet and given
-    /// back to [`release`](Self::release).
+    /// `queue_bytes` now.
     #[inline]
-    pub fn admit(
-        &mut self,
-        ingress: usize,
-        egress: usize,
-        queue: usize,
-        size: u64,
-        queue_bytes: u64,
-    ) -> (Admit, Charge) {
+    pub fn admit(&mut self, ingress: usize, egress: usize, queue: usize, size: u64, queue_bytes: u64) -> Admit {
         match self {
             BufferModel::Shared(mmu) => mmu.admit(ingress, queue, size, queue_bytes),
             BufferModel::Static(b) => {
-                let admit = if b.admit(egress, queue, size) { Admit::Accept { pause: false } } else { Admit::Drop };
-                (admit, Charge::default())
+                if b.admit(egress, queue, size) {
+                    Admit::Accept { pause: false }
+                } else {
+                    Admit::Drop
+                }
             }
         }
     }
 
     /// Releases a data packet that leaves queue `queue` of local port `egress`
-    /// (admitted from local port `ingress` with `charge`); returns true if the
-    /// ingress should send an XON (PFC, shared model only).
+    /// (admitted from local port `ingress`); returns true if the ingress
+    /// should send an XON (PFC, shared model only).
     // Always inlined: on the default shared buffer this is the per-packet
     // `Mmu::release` plus one discriminant test, and as an outlined call
     // (LTO chose one) it cost about a dozen instructions more per packet.
     #[inline(always)]
-    pub fn release(&mut self, ingress: usize, egress: usize, queue: usize, size: u64, charge: Charge) -> bool {
+    pub fn release(&mut self, ingress: usize, egress: usize, queue: usize, size: u64) -> bool {
         match self {
-            BufferModel::Shared(mmu) => mmu.release(ingress, queue, size, charge),
+            BufferModel::Shared(mmu) => mmu.release(ingress, queue, size),
             BufferModel::Static(b) => {
                 b.release(egress, queue, size);
                 false
@@ -201,7 +195,7 @@ mod tests {
         let mut admitted = [0usize; PORTS];
         for (egress, ingress) in [(0, 2), (1, 3)] {
             for _ in 0..n {
-                let (a, _) = model.admit(ingress, egress, 1, PKT, queued[egress]);
+                let a = model.admit(ingress, egress, 1, PKT, queued[egress]);
                 if a != Admit::Drop {
                     queued[egress] += PKT;
                     admitted[egress] += 1;
@@ -248,7 +242,7 @@ mod tests {
         m.hold_control(64);
         assert_eq!(m.used(), 8_564);
         m.release_control(64);
-        assert!(!m.release(7, 0, 1, 1_000, Charge::default()), "a static buffer never asks for XON");
+        assert!(!m.release(7, 0, 1, 1_000), "a static buffer never asks for XON");
         assert_eq!(m.used(), 7_500);
     }
 
@@ -258,20 +252,18 @@ mod tests {
         let mmu = Mmu::new(1_000_000, 1 << 30, 0.0, true, 0.125, 4096, 3072, 2, vec![50_000; PORTS]);
         let mut direct = mmu.clone();
         let mut model = BufferModel::Shared(mmu);
-        let mut charges = vec![];
         let mut pauses = 0;
         for i in 0..200 {
             let a = direct.admit(0, 1, PKT, 0);
             let b = model.admit(0, 3, 1, PKT, 0);
-            assert_eq!(a.0, b.0, "packet {i}");
-            pauses += (b.0 == Admit::Accept { pause: true }) as u32;
-            charges.push((a.1, b.1));
+            assert_eq!(a, b, "packet {i}");
+            pauses += (b == Admit::Accept { pause: true }) as u32;
         }
         assert_eq!(pauses, 1);
         let mut xon = (0, 0);
-        for (ca, cb) in charges {
-            xon.0 += direct.release(0, 1, PKT, ca) as u32;
-            xon.1 += model.release(0, 3, 1, PKT, cb) as u32;
+        for _ in 0..200 {
+            xon.0 += direct.release(0, 1, PKT) as u32;
+            xon.1 += model.release(0, 3, 1, PKT) as u32;
         }
         assert_eq!(xon, (1, 1));
         assert_eq!(model.used(), 0);

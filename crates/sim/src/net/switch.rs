@@ -9,7 +9,10 @@
 //! headroom. The ingress pauses its upstream (XOFF) when it spills into
 //! headroom or its shared bytes reach `alpha` x free shared pool, and resumes
 //! (XON) when headroom is empty and shared bytes fall below the threshold by
-//! the resume offset. This follows the HPCC-ns3 MMU; a pause lasts until XON.
+//! the resume offset. A departing packet's bytes come off its account's
+//! headroom first, then its shared bytes, then its reserve, whichever part
+//! admission charged them to: an MMU keeps byte counters, not a part per
+//! packet. This follows the HPCC-ns3 MMU; a pause lasts until XON.
 //!
 //! Bound: the shared pool is the buffer minus all reserves and headroom, and
 //! each part admits only what it has room for, so the data bytes a switch
@@ -18,33 +21,6 @@
 //! not (before, the pool was clamped to 0 and reserves and headroom alone
 //! could hold many times the buffer). Control packets bypass admission and
 //! are counted on top (`used`).
-
-/// The part of an ingress account a packet was charged to, so that release
-/// undoes exactly what admission did. Admission charges all of a packet's
-/// bytes to one part, so the part is enough: one byte in the packet, where
-/// three byte counts took twelve and kept the packet from fitting one cache
-/// line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Charge(u8);
-
-impl Charge {
-    /// Nothing charged (dropped, or not accounted per ingress).
-    const NONE: Charge = Charge(0);
-    const RESERVE: Charge = Charge(1);
-    const SHARED: Charge = Charge(2);
-    const HEADROOM: Charge = Charge(3);
-
-    /// Bytes of a `size`-byte packet charged to the reserve, the shared pool
-    /// and the headroom.
-    #[inline]
-    fn parts(self, size: u64) -> [u64; 3] {
-        [
-            if self == Charge::RESERVE { size } else { 0 },
-            if self == Charge::SHARED { size } else { 0 },
-            if self == Charge::HEADROOM { size } else { 0 },
-        ]
-    }
-}
 
 /// Buffer state of one switch.
 #[derive(Clone, Debug)]
@@ -146,7 +122,7 @@ impl Mmu {
 
     /// Admission of `size` bytes arriving on local port `inp`, class `class`,
     /// for an egress queue currently holding `queue_bytes`.
-    pub fn admit(&mut self, inp: usize, class: usize, size: u64, queue_bytes: u64) -> (Admit, Charge) {
+    pub fn admit(&mut self, inp: usize, class: usize, size: u64, queue_bytes: u64) -> Admit {
         if !self.pfc {
             let fits_cap = queue_bytes + size <= self.queue_cap;
             let fits_buf = self.used + size <= self.buffer;
@@ -154,56 +130,66 @@ impl Mmu {
                 || (queue_bytes + size) as f64 <= self.dt_alpha * self.buffer.saturating_sub(self.used) as f64;
             if fits_cap && fits_buf && fits_dt {
                 self.used += size;
-                return (Admit::Accept { pause: false }, Charge::SHARED);
+                return Admit::Accept { pause: false };
             }
-            return (Admit::Drop, Charge::default());
+            return Admit::Drop;
         }
         let k = inp * self.classes + class;
         let IngressAcct { bytes: acct, xoff } = self.ingress[k];
-        let ch = if acct[0] + size <= self.reserve {
-            Charge::RESERVE
+        // All of a packet's bytes go to one part of the account.
+        const RESERVE: usize = 0;
+        const SHARED: usize = 1;
+        const HEADROOM: usize = 2;
+        let part = if acct[RESERVE] + size <= self.reserve {
+            RESERVE
         } else if !xoff
-            && (acct[1] + size) as f64 <= self.xoff_threshold()
+            && (acct[SHARED] + size) as f64 <= self.xoff_threshold()
             && self.shared_used + size <= self.shared_size
         {
-            Charge::SHARED
+            SHARED
         } else if self.headroom_used[inp] + size <= self.headroom[inp] {
-            Charge::HEADROOM
+            HEADROOM
         } else if self.shared_used + size <= self.shared_size {
             // Headroom exhausted (mis-sized); keep lossless while the pool has room.
-            Charge::SHARED
+            SHARED
         } else {
-            return (Admit::Drop, Charge::NONE);
+            return Admit::Drop;
         };
-        let [reserve, shared, headroom] = ch.parts(size);
-        self.shared_used += shared;
-        // The port's headroom line is touched only by packets charged to it.
-        if headroom > 0 {
-            self.headroom_used[inp] += headroom;
+        if part == SHARED {
+            self.shared_used += size;
+        } else if part == HEADROOM {
+            // The port's headroom line is touched only by packets charged to it.
+            self.headroom_used[inp] += size;
         }
         self.used += size;
         let threshold = self.xoff_threshold();
         let e = &mut self.ingress[k];
         let a = &mut e.bytes;
-        a[0] += reserve;
-        a[1] += shared;
-        a[2] += headroom;
-        let pause = !e.xoff && (a[2] > 0 || a[1] as f64 >= threshold);
+        a[part] += size;
+        let pause = !e.xoff && (a[HEADROOM] > 0 || a[SHARED] as f64 >= threshold);
         if pause {
             e.xoff = true;
         }
-        (Admit::Accept { pause }, ch)
+        Admit::Accept { pause }
     }
 
-    /// Releases a packet's bytes at dequeue; returns true if an XON should be sent.
+    /// Releases the bytes of a packet that arrived on local port `inp` in
+    /// class `class` at dequeue, from its account's headroom first, then its
+    /// shared bytes, then its reserve (HPCC-ns3's `RemoveFromIngressAdmission`);
+    /// returns true if an XON should be sent.
     #[inline(always)]
-    pub fn release(&mut self, inp: usize, class: usize, size: u64, ch: Charge) -> bool {
+    pub fn release(&mut self, inp: usize, class: usize, size: u64) -> bool {
         self.used -= size;
         if !self.pfc {
             return false;
         }
         let k = inp * self.classes + class;
-        let [reserve, shared, headroom] = ch.parts(size);
+        let a = &mut self.ingress[k].bytes;
+        let headroom = a[2].min(size);
+        let shared = (size - headroom).min(a[1]);
+        a[0] -= size - headroom - shared;
+        a[1] -= shared;
+        a[2] -= headroom;
         self.shared_used -= shared;
         if headroom > 0 {
             self.headroom_used[inp] -= headroom;
@@ -211,11 +197,7 @@ impl Mmu {
         let (alpha, free, resume_offset) =
             (self.pfc_alpha, self.shared_size.saturating_sub(self.shared_used), self.resume_offset);
         let e = &mut self.ingress[k];
-        let a = &mut e.bytes;
-        a[0] -= reserve;
-        a[1] -= shared;
-        a[2] -= headroom;
-        let (shared, headroom) = (a[1], a[2]);
+        let (shared, headroom) = (e.bytes[1], e.bytes[2]);
         if e.xoff && headroom == 0 && (shared == 0 || (shared + resume_offset) as f64 <= alpha * free as f64) {
             e.xoff = false;
             return true;
@@ -231,12 +213,9 @@ mod tests {
     #[test]
     fn pfc_pauses_then_resumes() {
         let mut m = Mmu::new(1_000_000, 1 << 30, 0.0, true, 0.125, 4096, 3072, 2, vec![50_000; 4]);
-        let mut charges = vec![];
         let mut paused_at = None;
         for i in 0..200 {
-            let (a, ch) = m.admit(0, 1, 1000, 0);
-            charges.push(ch);
-            if a == (Admit::Accept { pause: true }) {
+            if m.admit(0, 1, 1000, 0) == (Admit::Accept { pause: true }) {
                 paused_at = Some(i);
                 break;
             }
@@ -245,12 +224,38 @@ mod tests {
         // Threshold: 1/8 of free shared pool, i.e. about 1/9 of the pool.
         assert!(n > 50 && n < 150, "paused after {n} packets");
         let mut resumed = false;
-        for ch in charges {
-            resumed |= m.release(0, 1, 1000, ch);
+        for _ in 0..n {
+            resumed |= m.release(0, 1, 1000);
         }
         assert!(resumed);
         assert_eq!(m.used, 0);
         assert_eq!(m.shared_used, 0);
+    }
+
+    #[test]
+    fn departures_free_headroom_first_so_the_pause_ends_with_the_bytes_not_the_packets() {
+        // An ingress pauses, and the 20 packets still in flight land in its
+        // headroom, behind the packets charged to its reserve and the shared
+        // pool. The first departures free the headroom (HPCC-ns3's order), so
+        // the XON comes once the account's bytes are back below the threshold
+        // by the resume offset, not only after the last headroom packet left.
+        let mut m = Mmu::new(1_000_000, 1 << 30, 0.0, true, 0.125, 4096, 3072, 2, vec![50_000; 4]);
+        let mut queued = 0;
+        while m.admit(0, 1, 1000, 0) != (Admit::Accept { pause: true }) {
+            queued += 1;
+        }
+        queued += 1;
+        let at_xoff = m.ingress[1].bytes[2];
+        for _ in 0..20 {
+            assert_eq!(m.admit(0, 1, 1000, 0), Admit::Accept { pause: false });
+        }
+        assert_eq!(m.ingress[1].bytes[2], at_xoff + 20_000, "in flight after the XOFF: headroom");
+        let (total, in_headroom) = (queued + 20, (at_xoff / 1000 + 20) as usize);
+        let xon = (1..=total).find(|_| m.release(0, 1, 1000)).expect("the ingress resumes");
+        // The headroom's packets, then the resume offset (3 KB) below the threshold.
+        assert!(xon > in_headroom && xon <= in_headroom + 5, "XON after {xon} of {total} departures");
+        assert!(total > 4 * xon);
+        assert_eq!(m.headroom_used[0], 0);
     }
 
     #[test]
@@ -263,7 +268,7 @@ mod tests {
         let mut admitted = 0u64;
         for i in 0..20_000u64 {
             let (inp, class, size) = ((i * 7 % ports as u64) as usize, 1 + (i % 2) as usize, 64 + (i * 131) % 1009);
-            if let (Admit::Accept { .. }, _) = m.admit(inp, class, size, 0) {
+            if let Admit::Accept { .. } = m.admit(inp, class, size, 0) {
                 admitted += size;
             }
             assert!(m.used <= buffer, "packet {i}: {} bytes held in a {buffer}-byte buffer", m.used);
@@ -277,6 +282,6 @@ mod tests {
         // a data packet is then refused, not an arithmetic overflow.
         let mut m = Mmu::new(10_000, 10_000, 1.0, false, 0.125, 0, 0, 2, vec![0; 2]);
         m.used = 10_064;
-        assert_eq!(m.admit(0, 1, 1000, 0).0, Admit::Drop);
+        assert_eq!(m.admit(0, 1, 1000, 0), Admit::Drop);
     }
 }

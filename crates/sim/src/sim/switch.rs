@@ -146,7 +146,7 @@ impl Simulation {
             Discipline::Rank(_) => 1,
         };
         let in_rank = q != 0 && matches!(pt.discipline, Discipline::Rank(_));
-        let (mut admit, mut charge) = if q == 0 {
+        let mut admit = if q == 0 {
             if kind == PacketKind::Header && !header_room(pt, size, self.trim_header_limit) {
                 // A trimming port's header queue is full (htsim drops the header).
                 count_drop(&mut pt.stats, size, self.in_window);
@@ -156,10 +156,10 @@ impl Simulation {
             // Control packets bypass admission (HPCC-ns3): they are tiny and
             // must not be lost to the data they regulate.
             buf.hold_control(size);
-            (Admit::Accept { pause: false }, Default::default())
+            Admit::Accept { pause: false }
         } else if in_rank {
             let pkt = RankedPkt { pkt: pid, rank: rank as u64, flow, size: size as u32 };
-            (rank_admit(pt, &mut self.pool, buf, &mut self.cons, now, self.in_window, pkt), Default::default())
+            rank_admit(pt, &mut self.pool, buf, &mut self.cons, now, self.in_window, pkt)
         } else {
             // Looked up here, not for every packet: control and rank-queue
             // packets never need the local port numbers.
@@ -178,7 +178,7 @@ impl Simulation {
             let inp = self.port_local[in_port as usize] as usize;
             let out_local = self.port_local[out as usize] as usize;
             let qbytes = self.ports[out as usize].queues[q].bytes;
-            (admit, charge) = self.mmus[s as usize].admit(inp, out_local, q, size, qbytes);
+            admit = self.mmus[s as usize].admit(inp, out_local, q, size, qbytes);
             if matches!(admit, Admit::Drop) {
                 self.trim_to_header(s, out, q, pid);
                 return;
@@ -197,7 +197,6 @@ impl Simulation {
             }
             Admit::Accept { pause } => {
                 let p = self.pool.get_mut(pid);
-                p.charge = charge;
                 p.in_port = in_port;
                 p.enq_time = now;
                 let pt = &mut self.ports[out as usize];
@@ -229,9 +228,9 @@ impl Simulation {
         let now = self.now;
         let pt = &mut self.ports[out as usize];
         let Some(victim) = pt.queues[q].pkts.pop_back() else { return false };
-        let (size, in_port, charge, enq_time) = {
+        let (size, in_port, enq_time) = {
             let p = self.pool.get(victim);
-            (p.size as u64, p.in_port, p.charge, p.enq_time)
+            (p.size as u64, p.in_port, p.enq_time)
         };
         let qu = &mut pt.queues[q];
         qu.ctr.depart(now, enq_time, size);
@@ -239,7 +238,7 @@ impl Simulation {
         pt.queued -= size;
         let inp = self.port_local[in_port as usize] as usize;
         let out_local = self.port_local[out as usize] as usize;
-        let resume = self.mmus[s as usize].release(inp, out_local, q, size, charge);
+        let resume = self.mmus[s as usize].release(inp, out_local, q, size);
         if resume {
             self.send_pfc(in_port, q as u8, false);
         }
@@ -310,9 +309,9 @@ impl Simulation {
             (q, pid)
         };
         let now = self.now;
-        let (size, kind, in_port, charge, enq_time, flags, ce) = {
+        let (size, kind, in_port, enq_time, flags, ce) = {
             let p = self.pool.get(pid);
-            (p.size as u64, p.kind, p.in_port, p.charge, p.enq_time, p.flags, p.ce)
+            (p.size as u64, p.kind, p.in_port, p.enq_time, p.flags, p.ce)
         };
         let qu = &mut pt.queues[q];
         qu.ctr.depart(now, enq_time, size);
@@ -352,7 +351,7 @@ impl Simulation {
         } else {
             let inp = self.port_local[in_port as usize] as usize;
             let out_local = self.port_local[port as usize] as usize;
-            self.mmus[s as usize].release(inp, out_local, q, size, charge)
+            self.mmus[s as usize].release(inp, out_local, q, size)
         };
         self.transmit(port, pid);
         if resume {
