@@ -135,3 +135,27 @@ fn bad_eqds_window_is_refused() {
         assert!(err.to_string().contains("host.eqds_window"), "{err}");
     }
 }
+
+#[test]
+fn waiting_for_pulls_is_not_a_timeout() {
+    // 50 senders of one speculative packet each into a receiver that pulls
+    // at 5 % of its link, round robin: each flow gets one pull per 1.2 ms,
+    // longer than its 500 us timeout, with nothing in flight (its ports hold
+    // the speculative packets, so nothing is cut). That is waiting, not a
+    // loss: the flow declares its demand again (an RTS) but counts no
+    // timeout, and nothing is resent.
+    let flows: Vec<Value> = (1..=50).map(|i| json!({"src": i, "dst": 0, "size": 10 * PAYLOAD})).collect();
+    let mut sc = star(51, json!(flows), "eqds");
+    sc["switch"]["port_buffer"] = json!(100 * WIRE);
+    sc["host"] = json!({"rto": "500us", "eqds_window": 1, "ndp_pull_rate": 0.05});
+    let sim = run(&sc);
+    let mut resent = 0;
+    for f in sim.flows() {
+        assert!(f.snd.finished.is_some(), "every flow completes");
+        assert_eq!(f.stats.timeouts, 0, "a flow waiting for pulls lost nothing");
+        resent += f.stats.retx_bytes;
+    }
+    assert_eq!(resent, 0, "nothing was resent");
+    assert_eq!(sim.ports()[port(&sim, "sw0->h0")].stats.trims, 0);
+    assert!(conserved(&sim));
+}

@@ -246,7 +246,11 @@ impl Simulation {
             {
                 continue;
             }
-            f.stats.timeouts += 1;
+            // An EQDS flow with nothing in flight lost nothing: it waits for
+            // pulls, and only declares its demand again below.
+            if f.path.transport != Transport::Eqds || f.inflight() > 0 {
+                f.stats.timeouts += 1;
+            }
             f.snd.last_progress = now;
             if matches!(f.path.transport, Transport::PHost | Transport::Hopass) {
                 // Nothing heard for a timeout: the RTS, the tokens or the
