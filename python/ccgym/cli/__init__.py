@@ -4,6 +4,7 @@
 * :mod:`ccgym.cli.perf`: ``perf`` (the simulator, the agent bridge, a native decision);
 * :mod:`ccgym.cli.learning`: ``train``, ``export`` and ``eval`` (learned congestion control);
 * :mod:`ccgym.cli.bench`: ``bench`` (benchmark suites);
+* :mod:`ccgym.cli.validate`: ``validate`` (ccgym beside htsim and YAPS on their scenarios);
 * :mod:`ccgym.cli.common`: number formatting, the run-summary table, argument types.
 
 User mistakes (a bad scenario, a missing file) print one red ``error: ...`` line on stderr and
@@ -27,7 +28,7 @@ from ccgym._errors import (
     PerfError,
     ScenarioError,
 )
-from ccgym.cli import acc, bench, learning, perf, run
+from ccgym.cli import acc, bench, learning, perf, run, validate
 from ccgym.cli.common import summary_table
 
 __all__ = ["EXIT_FAILURE", "EXIT_USER_ERROR", "build_parser", "main", "summary_table"]
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action=_VersionAction, help="show program's version number and exit"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (run, perf, learning, bench, acc):
+    for group in (run, perf, learning, bench, acc, validate):
         group.register(sub, debug)
     return parser
 
