@@ -94,6 +94,8 @@ def test_validate_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert [k["stat"] for k in row["checks"]] == ["p50", "max"] and all(
         k["within"] for k in row["checks"]
     )
+    assert main(["validate", "--only", "hpcc"]) == 0
+    assert "1 case, 2 statistics: all within tolerance" in capsys.readouterr().out
     assert main(["validate", "--list"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == len(CASES)
     assert main(["validate", "--only", "no such case"]) == 2

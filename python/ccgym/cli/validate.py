@@ -74,8 +74,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         stdout().print(validation_table(rows))
     failed = [c.name for c, _, checks in rows if not all(k.within for k in checks)]
-    if failed and not args.json:
-        stdout().print(f"[red]outside tolerance: {', '.join(failed)}")
+    if not args.json:
+        n = sum(len(checks) for _, _, checks in rows)
+        if failed:
+            stdout().print(f"[red]outside tolerance: {', '.join(failed)}")
+        else:
+            cases = f"{len(rows)} case{'' if len(rows) == 1 else 's'}"
+            stdout().print(f"{cases}, {n} statistics: all within tolerance")
     return 1 if failed else 0
 
 
