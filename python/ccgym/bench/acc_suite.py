@@ -71,7 +71,7 @@ ORACLE_TEMPLATES: dict[tuple[str, float | None], str] = {
     ("acc-switch-workload", None): "40K-80K-5%",  # -> storage 50 %
     ("acc-switch-load", None): "20K-160K-5%",  # -> WebSearch 70 %
     # the incasts (over WebSearch at 30 %; the acc-oracle suite, seeds 1 and 2)
-    ("acc-incast-8x32", 0.3): "80K-160K-50%",
+    ("acc-incast-8x32", 0.3): "40K-80K-50%",
     ("acc-incast-15x8", 0.3): "80K-160K-50%",
     # the k = 8 fat tree (the acc-oracle-fattree suite: the full grid, seed 1 only)
     ("acc-fattree-websearch", 0.5): "20K-160K-5%",
