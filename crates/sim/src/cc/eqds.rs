@@ -8,37 +8,11 @@
 //! `host.eqds_*`). Use it with trimming switches (`switch.trim = true`) and
 //! packet spraying, as NDP.
 
-use super::{CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
-use crate::config::ConfigError;
-
-/// State of an EQDS sender (none: speculation and pulls decide).
-#[derive(Clone, Debug, Default)]
-pub struct Eqds;
-
-impl Eqds {
-    /// Name, summary and parameters.
-    pub fn info() -> CcInfo {
-        const P: &[ParamInfo] = &[];
-        CcInfo {
-            name: "eqds",
-            summary: "EQDS end hosts: a speculative window, then pulls paced by the receiver for the pulls the sender declares it wants (host.eqds_*; use with switch.trim = true)",
-            params: P,
-        }
-    }
-
-    /// Builds it (its parameters are the transport's, `host.eqds_*`).
-    pub fn from_params(_p: &Params) -> Result<Self, ConfigError> {
-        Ok(Eqds)
-    }
-}
-
-impl CongestionControl for Eqds {
-    fn on_start(&mut self, ctx: &mut CcCtx) {
-        let line = ctx.flow.line_rate;
-        ctx.set_rate(line);
-    }
-
-    fn transport(&self) -> Transport {
-        Transport::Eqds
-    }
-}
+line_rate_transport!(
+    /// State of an EQDS sender (none: speculation and pulls decide).
+    Eqds,
+    "eqds",
+    "EQDS end hosts: a speculative window, then pulls paced by the receiver for the pulls the sender declares it wants (host.eqds_*; use with switch.trim = true)",
+    Eqds,
+    "host.eqds_*"
+);

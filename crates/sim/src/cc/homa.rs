@@ -9,37 +9,11 @@
 //! "priority"`, 8 levels) and with `host.scheduler = "srpt"` and a burst of
 //! one packet (`host.burst`) for the sender's per-packet SRPT.
 
-use super::{CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
-use crate::config::ConfigError;
-
-/// State of a Homa sender (none: grants decide).
-#[derive(Clone, Debug, Default)]
-pub struct Homa;
-
-impl Homa {
-    /// Name, summary and parameters.
-    pub fn info() -> CcInfo {
-        const P: &[ParamInfo] = &[];
-        CcInfo {
-            name: "homa",
-            summary: "Homa end hosts: unscheduled first RTT, receiver grants, line rate, no window (host.homa_*; use with switch.discipline = \"priority\")",
-            params: P,
-        }
-    }
-
-    /// Builds it (its parameters are the transport's, `host.homa_*`).
-    pub fn from_params(_p: &Params) -> Result<Self, ConfigError> {
-        Ok(Homa)
-    }
-}
-
-impl CongestionControl for Homa {
-    fn on_start(&mut self, ctx: &mut CcCtx) {
-        let line = ctx.flow.line_rate;
-        ctx.set_rate(line);
-    }
-
-    fn transport(&self) -> Transport {
-        Transport::Homa
-    }
-}
+line_rate_transport!(
+    /// State of a Homa sender (none: grants decide).
+    Homa,
+    "homa",
+    "Homa end hosts: unscheduled first RTT, receiver grants, line rate, no window (host.homa_*; use with switch.discipline = \"priority\")",
+    Homa,
+    "host.homa_*"
+);

@@ -17,42 +17,17 @@
 //!   ECN-weighted back-off R <- R (1 - alpha / (2 w)) once per token round
 //!   trip, and the same additive increase for every class.
 
-use super::{CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
-use crate::config::ConfigError;
 use crate::units::Time;
 
-/// State of a HOPASS sender (none: tokens decide).
-#[derive(Clone, Debug, Default)]
-pub struct Hopass;
-
-impl Hopass {
-    /// Name, summary and parameters.
-    pub fn info() -> CcInfo {
-        const P: &[ParamInfo] = &[];
-        CcInfo {
-            name: "hopass",
-            summary: "HOPASS fast layer end hosts: RTS + pioneers, then receiver tokens per class (host.hopass_*; \
-                      use with switch.scheduler = \"wrr\", one queue per class, ECN)",
-            params: P,
-        }
-    }
-
-    /// Builds it (its parameters are the transport's, `host.hopass_*`).
-    pub fn from_params(_p: &Params) -> Result<Self, ConfigError> {
-        Ok(Hopass)
-    }
-}
-
-impl CongestionControl for Hopass {
-    fn on_start(&mut self, ctx: &mut CcCtx) {
-        let line = ctx.flow.line_rate;
-        ctx.set_rate(line);
-    }
-
-    fn transport(&self) -> Transport {
-        Transport::Hopass
-    }
-}
+line_rate_transport!(
+    /// State of a HOPASS sender (none: tokens decide).
+    Hopass,
+    "hopass",
+    "HOPASS fast layer end hosts: RTS + pioneers, then receiver tokens per class (host.hopass_*; \
+     use with switch.scheduler = \"wrr\", one queue per class, ECN)",
+    Hopass,
+    "host.hopass_*"
+);
 
 /// The score of a large flow at its receiver: its ideal completion time
 /// alone in the network (`opt`) over the time it has waited plus `theta`.

@@ -10,6 +10,44 @@
 //! path is a `match` rather than a virtual call. Each lives in its own file
 //! and implements [`CongestionControl`].
 
+/// Defines a CC that controls nothing itself: it sends at line rate and
+/// leaves the pace to its transport (the receiver-driven designs, whose
+/// receivers grant, token or pull the senders' packets). Arguments: the type,
+/// its `cc.algorithm` name, its one-line summary, its [`Transport`] variant
+/// and the `host.*` fields that configure the transport.
+macro_rules! line_rate_transport {
+    ($(#[$attr:meta])* $ty:ident, $name:literal, $summary:expr, $transport:ident, $host:literal) => {
+        $(#[$attr])*
+        #[derive(Clone, Debug, Default)]
+        pub struct $ty;
+
+        impl $ty {
+            /// Name, summary and parameters.
+            pub fn info() -> $crate::cc::CcInfo {
+                $crate::cc::CcInfo { name: $name, summary: $summary, params: &[] }
+            }
+
+            #[doc = concat!("Builds it (its parameters are the transport's, `", $host, "`).")]
+            pub fn from_params(
+                _p: &$crate::cc::Params,
+            ) -> Result<Self, $crate::config::ConfigError> {
+                Ok($ty)
+            }
+        }
+
+        impl $crate::cc::CongestionControl for $ty {
+            fn on_start(&mut self, ctx: &mut $crate::cc::CcCtx) {
+                let line = ctx.flow.line_rate;
+                ctx.set_rate(line);
+            }
+
+            fn transport(&self) -> $crate::cc::Transport {
+                $crate::cc::Transport::$transport
+            }
+        }
+    };
+}
+
 pub mod agent;
 mod bbr;
 mod copa;

@@ -9,37 +9,11 @@
 //! queues (`switch.buffer_model = "static"`, about eight packets per port)
 //! and packet spraying (`switch.load_balancing = "packet"`).
 
-use super::{CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
-use crate::config::ConfigError;
-
-/// State of an NDP sender (none: the initial window and pulls decide).
-#[derive(Clone, Debug, Default)]
-pub struct Ndp;
-
-impl Ndp {
-    /// Name, summary and parameters.
-    pub fn info() -> CcInfo {
-        const P: &[ParamInfo] = &[];
-        CcInfo {
-            name: "ndp",
-            summary: "NDP end hosts: initial window, then one packet per receiver pull; NACKed headers resent (host.ndp_*; use with switch.trim = true)",
-            params: P,
-        }
-    }
-
-    /// Builds it (its parameters are the transport's, `host.ndp_*`).
-    pub fn from_params(_p: &Params) -> Result<Self, ConfigError> {
-        Ok(Ndp)
-    }
-}
-
-impl CongestionControl for Ndp {
-    fn on_start(&mut self, ctx: &mut CcCtx) {
-        let line = ctx.flow.line_rate;
-        ctx.set_rate(line);
-    }
-
-    fn transport(&self) -> Transport {
-        Transport::Ndp
-    }
-}
+line_rate_transport!(
+    /// State of an NDP sender (none: the initial window and pulls decide).
+    Ndp,
+    "ndp",
+    "NDP end hosts: initial window, then one packet per receiver pull; NACKed headers resent (host.ndp_*; use with switch.trim = true)",
+    Ndp,
+    "host.ndp_*"
+);

@@ -11,37 +11,11 @@
 //! packet) for the sender's smallest-remaining-first choice among flows
 //! holding tokens.
 
-use super::{CcCtx, CcInfo, CongestionControl, ParamInfo, Params, Transport};
-use crate::config::ConfigError;
-
-/// State of a pHost sender (none: tokens decide).
-#[derive(Clone, Debug, Default)]
-pub struct PHost;
-
-impl PHost {
-    /// Name, summary and parameters.
-    pub fn info() -> CcInfo {
-        const P: &[ParamInfo] = &[];
-        CcInfo {
-            name: "phost",
-            summary: "pHost end hosts: receiver tokens, line rate, no window (host.phost_*; use with switch.discipline = \"priority\")",
-            params: P,
-        }
-    }
-
-    /// Builds it (its parameters are the transport's, `host.phost_*`).
-    pub fn from_params(_p: &Params) -> Result<Self, ConfigError> {
-        Ok(PHost)
-    }
-}
-
-impl CongestionControl for PHost {
-    fn on_start(&mut self, ctx: &mut CcCtx) {
-        let line = ctx.flow.line_rate;
-        ctx.set_rate(line);
-    }
-
-    fn transport(&self) -> Transport {
-        Transport::PHost
-    }
-}
+line_rate_transport!(
+    /// State of a pHost sender (none: tokens decide).
+    PHost,
+    "phost",
+    "pHost end hosts: receiver tokens, line rate, no window (host.phost_*; use with switch.discipline = \"priority\")",
+    PHost,
+    "host.phost_*"
+);
