@@ -303,6 +303,13 @@ pub struct FlowStats {
 }
 
 impl Flow {
+    /// Receiver: every byte of the flow has arrived (a receiver-driven
+    /// transport then grants, tokens or pulls nothing more for it).
+    #[inline]
+    pub fn received_all(&self) -> bool {
+        self.rcv.rcv_nxt >= self.ctl.size
+    }
+
     /// Bytes sent and not yet acknowledged.
     #[inline]
     pub fn inflight(&self) -> u64 {

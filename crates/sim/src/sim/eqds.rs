@@ -61,6 +61,13 @@ pub(super) fn pull_target(f: &Flow, seq: u64, payload: u64, mtu: u64) -> u64 {
     n.max_pull + backlog.min(n.window as u64).saturating_sub(n.credit())
 }
 
+/// EQDS receiver: flow `f` wants a pull (owed for a cut packet, or its
+/// target above the pulls issued) and its data has not all arrived.
+fn wants_pull(f: &Flow) -> bool {
+    let n = f.nd.as_deref().expect("an EQDS flow has its state");
+    !f.received_all() && (n.pulls_queued > 0 || n.pull_target > n.pull_no)
+}
+
 impl Simulation {
     /// A data packet (`header`: a cut header) of EQDS flow `fid` reached its
     /// receiver `h`: ACK (NACK) it, note the pulls its sender wants, and wake
@@ -94,13 +101,12 @@ impl Simulation {
     /// data, or in an RTS): the flow joins the pacer's list if it wants pulls.
     pub(super) fn eqds_on_target(&mut self, h: u32, fid: u32, target: u64) {
         let f = &mut self.flows[fid as usize];
-        let complete = f.rcv.rcv_nxt >= f.ctl.size;
         let n = nd!(f);
         n.pull_target = n.pull_target.max(target);
-        if complete {
-            n.pulls_queued = 0;
+        if f.received_all() {
+            nd!(f).pulls_queued = 0;
         }
-        if !complete && (n.pulls_queued > 0 || n.pull_target > n.pull_no) {
+        if wants_pull(f) {
             self.join_pull_queue(h, fid, GrantPolicy::Eqds);
         }
     }
@@ -142,9 +148,7 @@ impl Simulation {
         // leave the list; a later arrival brings them back.
         waiting.retain(|&fid| {
             let f = &mut flows[fid as usize];
-            let complete = f.rcv.rcv_nxt >= f.ctl.size;
-            let n = f.nd.as_deref().expect("an EQDS flow has its state");
-            let wants = !complete && (n.pulls_queued > 0 || n.pull_target > n.pull_no);
+            let wants = wants_pull(f);
             if !wants {
                 f.rcv.in_grant_queue = false;
             }
@@ -164,8 +168,7 @@ impl Simulation {
             None => loop {
                 let Some(fid) = idle.pop_front() else { return };
                 let f = &mut flows[fid as usize];
-                let complete = f.rcv.rcv_nxt >= f.ctl.size;
-                if !complete {
+                if !f.received_all() {
                     break (fid, true);
                 }
                 nd!(f).slow_queued = false;

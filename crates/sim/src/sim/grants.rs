@@ -305,7 +305,7 @@ impl Simulation {
         let t_pkt = self.downlink_t_pkt(h);
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        if f.rcv.rcv_nxt >= f.ctl.size {
+        if f.received_all() {
             self.final_ack(h, fid, now);
             return;
         }

@@ -248,7 +248,7 @@ impl Simulation {
         let resend = (self.scenario.host.hopass_resend_timeout * t_pkt as f64) as Time;
         let now = self.now;
         let f = &mut self.flows[fid as usize];
-        if f.rcv.rcv_nxt >= f.ctl.size {
+        if f.received_all() {
             self.final_ack(h, fid, now);
             return;
         }

@@ -138,7 +138,7 @@ impl Simulation {
             super::receiver::accept_range(&mut f.rcv, seq, seq + payload as u64);
         }
         let src = f.path.src;
-        let pull = if f.rcv.rcv_nxt >= f.ctl.size {
+        let pull = if f.received_all() {
             // Everything has arrived: no more pulls, and none still waiting.
             nd!(f).pulls_queued = 0;
             0
@@ -225,7 +225,7 @@ impl Simulation {
         }
         while let Some(fid) = self.hosts[h as usize].grants.waiting.pop_front() {
             let f = &mut self.flows[fid as usize];
-            let complete = f.rcv.rcv_nxt >= f.ctl.size;
+            let complete = f.received_all();
             let n = nd!(f);
             if n.pulls_queued == 0 || complete {
                 n.pulls_queued = 0;
