@@ -178,6 +178,24 @@ pub struct PHostFlow {
     /// Receiver: the byte offset where the search for the next missing packet
     /// resumes (cycling through the holes).
     pub token_cursor: u64,
+    /// Sender: one bit per packet (byte offset / payload) already sent.
+    /// Tokens reach the sender out of order (sprayed paths, expiry order),
+    /// so a packet below the highest one sent may still be a first
+    /// transmission; this tells a resend from it.
+    pub sent: Vec<u64>,
+}
+
+impl PHostFlow {
+    /// Records that packet `index` went out; true if it had gone out before.
+    pub fn mark_sent(&mut self, index: u64) -> bool {
+        let (word, bit) = ((index / 64) as usize, 1u64 << (index % 64));
+        if word >= self.sent.len() {
+            self.sent.resize(word + 1, 0);
+        }
+        let before = self.sent[word] & bit != 0;
+        self.sent[word] |= bit;
+        before
+    }
 }
 
 /// HOPASS's per-flow receiver state beyond the tokens (which a HOPASS flow

@@ -296,3 +296,36 @@ fn tokens_leave_room_for_the_control_packets_on_the_downlink() {
     let (drops, queue, _) = run(false);
     assert!(drops > 0 && queue > 30_000, "YAPS's pacing overfills the downlink: {drops} drops, queue {queue} B");
 }
+
+#[test]
+fn only_packets_sent_twice_count_as_retransmitted() {
+    // Tokens cross a leaf-spine with packet spraying, so they reach the
+    // senders out of order and a packet below the highest one sent may
+    // still be a first transmission. Every packet is full (sizes in whole
+    // payloads), so a flow's transmissions are its sent bytes over the wire
+    // size, and its retransmitted bytes must be the payloads beyond one per
+    // packet: no more (reordered first transmissions) and no less.
+    let flows: Vec<Value> = (0..12)
+        .map(|i| {
+            let size = (40 + 30 * (i % 4)) * PAYLOAD;
+            json!({"src": i % 6, "dst": 6 + (i % 5) % 6, "size": size, "start": format!("{}us", 3 * i)})
+        })
+        .collect();
+    let mut sc = phost(2, json!(flows));
+    sc["topology"] = json!({"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 6,
+                            "link_rate": "10Gbps", "link_delay": "1us",
+                            "fabric_rate": "10Gbps", "fabric_delay": "1us"});
+    sc["switch"]["load_balancing"] = json!("packet");
+    let mut sim = build(&sc);
+    sim.run_until(u64::MAX);
+    let mut resent = 0;
+    for (i, f) in sim.flows().iter().enumerate() {
+        assert!(f.snd.finished.is_some(), "every flow completes");
+        assert_eq!(f.stats.sent_bytes % WIRE, 0, "full packets only");
+        let extra = f.stats.sent_bytes / WIRE - f.ctl.size / PAYLOAD;
+        assert_eq!(f.stats.retx_bytes, extra * PAYLOAD, "flow {i}: resent packets");
+        resent += extra;
+    }
+    assert!(resent > 0, "the setting must resend some packets (its spine ports are shared)");
+    assert!(conserved(&sim));
+}

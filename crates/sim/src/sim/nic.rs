@@ -291,7 +291,12 @@ impl Simulation {
             f.ctl.probe_requested = false;
             p.flags |= Packet::FLAG_PROBE;
         }
-        if seq < f.snd.max_sent {
+        let resent = match f.path.transport {
+            // Tokens name packets in any order (see `PHostFlow::sent`).
+            Transport::PHost | Transport::Hopass => ph!(f).mark_sent(seq / pk.payload as u64),
+            _ => seq < f.snd.max_sent,
+        };
+        if resent {
             f.stats.retx_bytes += payload as u64;
         }
         let new_data = seq == f.ctl.snd_nxt;
