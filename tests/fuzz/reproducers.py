@@ -62,6 +62,17 @@ SCENARIOS: list[tuple[str, int, str, dict[str, Any]]] = [
     ("pfc-reserves-exceed-buffer", 3, "buffer", {
         "duration": "100us", "topology": _star(17),
         "switch": {"buffer": "256KiB", "pfc": {"enabled": True}}, "workload": _long()}),
+    # EQDS receivers pace pulls at 10 Gb/s back across a 100 Mb/s link: the pulls (control,
+    # outside admission) pile up there on top of a full buffer of data. The data alone stays
+    # within the buffer, which is what the check now bounds for pull transports (class 0).
+    ("eqds-pulls-over-a-slow-link", 0, "buffer", {
+        "duration": "1ms",
+        "topology": {"kind": "dumbbell", "left": 2, "right": 2, "link_rate": "10Gbps",
+                     "bottleneck_rate": "100Mbps"},
+        "switch": {"buffer": "108KB"}, "cc": {"algorithm": "eqds"},
+        "workload": [{"kind": "flows", "flows": [{"src": 2, "dst": 0, "size": 65536},
+                                                 {"src": 3, "dst": 1, "size": 65536}]},
+                     {"kind": "flows", "flows": [{"src": 0, "dst": 2}, {"src": 1, "dst": 3}]}]}),
     ("lossy-buffer-below-one-packet", 3, "reject", {
         "duration": "100us", "topology": _star(3), "switch": {"buffer": 500},
         "workload": _long()}),

@@ -109,6 +109,10 @@ def run_scenario(req: dict[str, Any]) -> dict[str, Any]:
                 t = min(t + step, end)
                 if sim.run_until(t):
                     break
+            # The largest data backlog of every switch queue over the run (nobody reset the
+            # counters): the buffer check's bound on data alone, whatever control rode on top.
+            qs = sim.switch_queues()
+            peak = sim.queue_stats(qs["port"], qs["queue"], reset=False)["max_bytes"]
             summary_json, tables = sim.finish()
         except BaseException as e:  # noqa: BLE001
             return {**_error(e), "stage": "run"}
@@ -120,6 +124,8 @@ def run_scenario(req: dict[str, Any]) -> dict[str, Any]:
             "fct_s": _column(tables["flow_info"]["fct_s"]),
             "utilization": _column(tables["port_info"]["utilization"]),
             "port_names": list(tables["port_info"]["name"]),
+            "data_queue_max": [[int(p), int(q), int(b)] for p, q, b in
+                               zip(qs["port"], qs["queue"], peak, strict=True)],
             "events": int(sim.events),
         })  # fmt: skip
     return {"status": "ok", "runs": runs}
