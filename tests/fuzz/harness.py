@@ -243,11 +243,11 @@ def check_buffer(run: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
     bad = [f"data queue above the switch buffer ({buffer:.0f} B): port {port} queue {queue} held "
            f"{peak} B" for port, queue, peak in run.get("data_queue_max", [])
            if peak > buffer + 0.5]  # fmt: skip
-    if _pulls(scenario):
-        # An NDP or EQDS receiver paces its pulls at its own downlink's rate; where the path
-        # back to the senders is slower, the pulls (control packets, which bypass admission, as
-        # in HPCC's ns-3) queue there, up to a window of them per flow. The data bound above
-        # still holds.
+    if _receiver_paced(scenario):
+        # A receiver-driven receiver (NDP, EQDS, pHost, Homa, HOPASS, the credit transport)
+        # paces its pulls, tokens or grants at its own downlink's rate; where the path back to
+        # the senders is slower, those control packets (which bypass admission, as in HPCC's
+        # ns-3) queue there. The data bound above still holds.
         return bad
     # Control packets (ACKs, NACKs, CNPs, probes) bypass admission, as in HPCC's ns-3: the bound
     # is on data bytes, and a port may hold a few control packets on top. Allow two of the largest
@@ -268,14 +268,14 @@ def check_buffer(run: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
                   if p["queue_max_kb"] * 1e3 > limit + 0.5]  # fmt: skip
 
 
-def _pulls(scenario: dict[str, Any]) -> bool:
-    """Whether any flow of a generated scenario may run NDP's or EQDS's pull transport."""
-    pulls = {"ndp", "eqds"}
+def _receiver_paced(scenario: dict[str, Any]) -> bool:
+    """Whether any flow of a generated scenario may run a receiver-driven transport."""
+    paced = {"ndp", "eqds", "phost", "homa", "hopass", "credit"}
     tables = [scenario.get("cc"), scenario.get("host")]
     for w in scenario.get("workload") or []:
         if isinstance(w, dict):
             tables += [w.get("cc"), w.get("host")]
-    return any(isinstance(t, dict) and pulls & {t.get("algorithm"), t.get("loss_recovery")}
+    return any(isinstance(t, dict) and paced & {t.get("algorithm"), t.get("loss_recovery")}
                for t in tables)  # fmt: skip
 
 

@@ -73,6 +73,14 @@ SCENARIOS: list[tuple[str, int, str, dict[str, Any]]] = [
         "workload": [{"kind": "flows", "flows": [{"src": 2, "dst": 0, "size": 65536},
                                                  {"src": 3, "dst": 1, "size": 65536}]},
                      {"kind": "flows", "flows": [{"src": 0, "dst": 2}, {"src": 1, "dst": 3}]}]}),
+    # The same with HOPASS's tokens (paced at 25 Gb/s) across a 100 Mb/s link.
+    ("hopass-tokens-over-a-slow-link", 0, "buffer", {
+        "duration": "500us",
+        "topology": {"kind": "dumbbell", "left": 2, "right": 1, "link_rate": "25Gbps",
+                     "bottleneck_rate": "100Mbps", "bottleneck_delay": "20us"},
+        "switch": {"buffer": "108KB"}, "cc": {"algorithm": "hopass"},
+        "workload": [{"kind": "poisson", "load": 1.0, "cdf": "imc10_benson_pfabric_pkts",
+                      "max_size": "20KB"}]}),
     ("lossy-buffer-below-one-packet", 3, "reject", {
         "duration": "100us", "topology": _star(3), "switch": {"buffer": 500},
         "workload": _long()}),
