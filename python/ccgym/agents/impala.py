@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -608,7 +609,11 @@ def train_from_config(
     (out / "config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
     runners = int(train["env_runners"])
     _connect_ray(ray_address, runners)
-    algo = algorithm_config(cfg).build_algo()
+    with warnings.catch_warnings():
+        # RLlib registers its multi-agent wrapper with Gymnasium at every build, so a second
+        # training in one process (a resume, a notebook) makes Gymnasium warn about its own id.
+        warnings.filterwarnings("ignore", message=r".*rllib-multi-agent-env-v0 already in registry")
+        algo = algorithm_config(cfg).build_algo()
     counters: dict[str, Any] = {"iterations": 0, "env_steps": 0, "wall_s": 0.0, "episodes": 0}
     hist_path = out / "history.jsonl"
     if resume:
