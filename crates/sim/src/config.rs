@@ -466,6 +466,14 @@ pub struct HostConfig {
     /// (YAPS), which lets a standing queue grow at a host that both sends
     /// and receives.
     pub phost_count_control: bool,
+    /// pHost: how long the receiver holds its tokens when the RTS of a flow
+    /// with free packets arrives (the free packets are about to occupy its
+    /// downlink). `"adaptive"`: their time, less the part of the last base
+    /// RTT in which it sent no token (an idle receiver does not hold), holds
+    /// of flows arriving together overlapping; `"yaps"`: YAPS's rule, the
+    /// free packets' time in token slots from every RTS, each RTS restarting
+    /// the count (one with no free packets cancels it).
+    pub phost_hold: String,
     /// NDP: packets a flow sends at its start before any pull (its initial
     /// window); `None`: one BDP of its path (line rate x base RTT), rounded
     /// up to whole packets. 1 to 1000.
@@ -538,6 +546,7 @@ impl Default for HostConfig {
             hopass_window: 100,
             hopass_resend_timeout: 25.0,
             phost_count_control: true,
+            phost_hold: "adaptive".into(),
             ndp_iw: None,
             ndp_pull_rate: 0.99,
             ndp_pull_order: "round_robin".into(),

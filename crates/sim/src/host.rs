@@ -149,6 +149,9 @@ pub struct GrantScheduler {
     /// EQDS: flows whose demand a pull has met, in turn for unrequested
     /// pulls when no flow wants one (`host.eqds_slow_pulls`).
     pub idle: VecDeque<u32>,
+    /// pHost with `host.phost_hold = "yaps"`: token slots still to pass
+    /// without a token (YAPS's `hold_on`).
+    pub hold_slots: u64,
 }
 
 impl Default for GrantScheduler {
@@ -159,6 +162,7 @@ impl Default for GrantScheduler {
             next_token: 0,
             wake_at: Time::MAX,
             idle: VecDeque::new(),
+            hold_slots: 0,
         }
     }
 }

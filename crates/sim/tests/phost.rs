@@ -171,6 +171,7 @@ fn phost_fields_are_checked() {
         ("phost_token_ttl", json!(0.0), "host.phost_token_ttl"),
         ("phost_resend_timeout", json!(-1.0), "host.phost_resend_timeout"),
         ("phost_free_tokens", json!(300), "host.phost_free_tokens"),
+        ("phost_hold", json!("never"), "host.phost_hold"),
     ] {
         let mut sc = phost(2, flows.clone());
         sc["host"][field] = value;
@@ -328,4 +329,41 @@ fn only_packets_sent_twice_count_as_retransmitted() {
     }
     assert!(resent > 0, "the setting must resend some packets (its spine ports are shared)");
     assert!(conserved(&sim));
+}
+
+#[test]
+fn an_rts_with_free_packets_holds_the_tokens_by_the_chosen_rule() {
+    // A 100 KB flow into an idle receiver sends its first 8 packets on free
+    // tokens; its RTS tells the receiver, which holds its tokens while those
+    // packets take its downlink. YAPS's rule (`phost_hold = "yaps"`) passes
+    // 8 token slots (8 full-packet times) from the RTS; ccgym's default
+    // (`"adaptive"`) takes off the time the receiver had been idle, up to a
+    // base RTT, since the free packets meet no earlier tokens' data.
+    let first_token_after_rts = |hold: &str| {
+        let mut sc = phost(2, json!([{"src": 1, "dst": 0, "size": "100KB"}]));
+        sc["host"]["phost_hold"] = json!(hold);
+        let mut sim = build(&sc);
+        let step = 10 * ccgym_sim::units::NS;
+        let (mut t, mut rts_at) = (0, None);
+        loop {
+            t += step;
+            sim.run_until(t);
+            let f = &sim.flows()[0];
+            if rts_at.is_none() && f.rcv.requested > 0 {
+                rts_at = Some(t);
+            }
+            if f.ph.as_ref().unwrap().tokens_sent > 8 {
+                break;
+            }
+        }
+        sim.run_until(u64::MAX);
+        assert!(sim.flows()[0].snd.finished.is_some());
+        assert!(conserved(&sim));
+        (t - rts_at.unwrap()) as f64 / ccgym_sim::units::US as f64
+    };
+    let t_pkt_us = WIRE as f64 * 8.0 / 10e9 * 1e6;
+    let yaps = first_token_after_rts("yaps");
+    assert!((yaps - 8.0 * t_pkt_us).abs() < 0.02, "YAPS holds 8 slots of {t_pkt_us} us: {yaps} us");
+    let adaptive = first_token_after_rts("adaptive");
+    assert!(adaptive < yaps - 1.0, "an idle receiver holds for less: {adaptive} against {yaps} us");
 }

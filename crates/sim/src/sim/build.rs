@@ -762,6 +762,13 @@ fn validate_phost(h: &crate::config::HostConfig) -> CfgResult<()> {
     if h.phost_window == 0 {
         return Err(ConfigError::new("host.phost_window", 0, "must be at least 1 token"));
     }
+    if !["adaptive", "yaps"].contains(&h.phost_hold.as_str()) {
+        return Err(ConfigError::new(
+            "host.phost_hold",
+            format!("\"{}\"", h.phost_hold),
+            "use \"adaptive\" (shortened by the receiver's idle time) or \"yaps\" (YAPS's token slots)",
+        ));
+    }
     if h.phost_free_tokens > 255 {
         return Err(ConfigError::new("host.phost_free_tokens", h.phost_free_tokens, "must be from 0 to 255 packets"));
     }

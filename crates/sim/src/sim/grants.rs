@@ -56,7 +56,9 @@
 //!   downlink the data of tokens sent within the last RTT, while tokens sent
 //!   now bring data an RTT later, so an idle receiver does not hold at all
 //!   (holds of flows arriving together overlap rather than add, since with
-//!   small buffers many of those packets are dropped);
+//!   small buffers many of those packets are dropped); with
+//!   `host.phost_hold = "yaps"`, YAPS's rule instead: the next `free` token
+//!   slots pass without a token, each RTS restarting the count;
 //! * with no flow eligible, the scheduler sleeps until the earliest time one
 //!   becomes eligible: the end of a pause or a downgrade, or the arrival of
 //!   data that brings a flow back inside its window (a path whose RTT
@@ -336,10 +338,16 @@ impl Simulation {
         // out: a receiver idle for a base RTT does not hold (holds of flows
         // arriving together overlap rather than add: with small buffers
         // many of those packets are dropped).
-        let idle = now.saturating_sub(g.next_token.saturating_sub(t_pkt));
-        let hold = (free * t_pkt).saturating_sub(idle.min(base_rtt));
-        if hold > 0 {
-            g.next_token = g.next_token.max(now + hold);
+        if self.scenario.host.phost_hold == "yaps" {
+            // YAPS: the next `free` token slots pass without a token, from
+            // this RTS on, whatever hold was running.
+            g.hold_slots = free;
+        } else {
+            let idle = now.saturating_sub(g.next_token.saturating_sub(t_pkt));
+            let hold = (free * t_pkt).saturating_sub(idle.min(base_rtt));
+            if hold > 0 {
+                g.next_token = g.next_token.max(now + hold);
+            }
         }
         let t = g.next_token.max(now);
         self.arm_grants(h, t);
@@ -358,6 +366,14 @@ impl Simulation {
         }
         let payload = self.scenario.packets.payload as u64;
         let t_pkt = self.downlink_t_pkt(h);
+        let g = &mut self.hosts[h as usize].grants;
+        if g.hold_slots > 0 {
+            // A slot of an RTS's hold (`host.phost_hold = "yaps"`).
+            g.hold_slots -= 1;
+            g.next_token = now + t_pkt;
+            self.arm_grants(h, now + t_pkt);
+            return;
+        }
         let hc = &self.scenario.host;
         let window = hc.phost_window as u64;
         let window_timeout = (hc.phost_window_timeout * t_pkt as f64) as Time;
