@@ -17,7 +17,7 @@ pytest.importorskip("ccgym._sim")
 
 import ccgym  # noqa: E402
 from ccgym.cli import main  # noqa: E402
-from ccgym.validation import CASES, Case, compare, measure  # noqa: E402
+from ccgym.validation import CASES, YAPS_PHOST_SETTINGS, Case, compare, measure  # noqa: E402
 
 EQDS_PERMUTATION = next(c for c in CASES if c.transport == "eqds" and "permutation" in c.shape)
 
@@ -68,9 +68,8 @@ def test_phost_with_yapss_settings_agrees_with_yaps_woken_on_data() -> None:
     woken = {"<=10K mean": 1.271, "10-100K mean": 1.589, "0.1-1M mean": 1.507,
              ">1M mean": 2.117, "all mean": 1.677}  # fmt: skip
     case = Case("yaps", "phost", "websearch", woken, dict.fromkeys(woken, 0.015))
-    yaps_settings = {"phost_window": 7, "phost_prio_threshold": 0, "phost_free_short_only": "true",
-                     "phost_count_control": "false", "phost_hold": "yaps"}  # fmt: skip
-    outside = [k for k in compare(case, measure(case, **yaps_settings)) if not k.within]
+    settings = {**YAPS_PHOST_SETTINGS, "phost_window": 7}
+    outside = [k for k in compare(case, measure(case, **settings)) if not k.within]
     assert not outside, outside
 
 
