@@ -350,6 +350,7 @@ def _valid_mutations(hosts: int, kind: str) -> list[tuple[str, st.SearchStrategy
         ("host.ndp_pull_order", st.sampled_from(["round_robin", "srpt"])),
         ("host.eqds_window", st.sampled_from([1, 4, 64])),
         ("host.eqds_slow_pulls", st.booleans()),
+        ("host.phost_hold", st.sampled_from(["adaptive", "yaps"])),
         ("host.max_outstanding", st.sampled_from([0, "64KiB", "640KiB"])),
         ("host.tx_jitter", st.sampled_from([0.0, 0.5, 1.0])),
         ("host.scheduler", st.sampled_from(["round_robin", "srpt"])),
@@ -533,10 +534,10 @@ HOSTILE_FIELDS = [
     "host.burst", "host.ack_every", "host.cnp_interval", "host.nack_interval", "host.rto",
     "host.rto_min", "host.loss_recovery", "host.max_outstanding", "host.min_rate_fraction",
     "host.tx_jitter", "host.scheduler", "host.ndp_iw", "host.ndp_pull_rate", "host.eqds_window",
-    "host.eqds_slow_pulls", "switch.trim", "switch.trim_header_queue", "packets.payload",
-    "packets.header", "packets.ack", "packets.probe", "packets.pfc", "cc.algorithm", "cc.rate",
-    "cc.g", "metrics.window", "metrics.sample_interval", "metrics.flow_series", "workload",
-    "topology", "switch", "cc", "agent", "link",
+    "host.eqds_slow_pulls", "host.phost_hold", "switch.trim", "switch.trim_header_queue",
+    "packets.payload", "packets.header", "packets.ack", "packets.probe", "packets.pfc",
+    "cc.algorithm", "cc.rate", "cc.g", "metrics.window", "metrics.sample_interval",
+    "metrics.flow_series", "workload", "topology", "switch", "cc", "agent", "link",
 ]  # fmt: skip
 
 
