@@ -310,14 +310,27 @@ pub struct FlowStats {
     pub last_int_hops: u8,
     /// Smallest RTT measured.
     pub min_rtt: Option<Time>,
-    /// Payload delivered in order at the start and end of the window.
-    pub delivered_at_window: [Option<u64>; 2],
-    /// Payload delivered at the previous sample.
-    pub delivered_at_sample: u64,
+    /// Payload received (in order or not, [`Receiver::received_bytes`]) at
+    /// the start and end of the window.
+    pub received_at_window: [Option<u64>; 2],
+    /// Payload received at the previous sample.
+    pub received_at_sample: u64,
     /// Ideal completion time in an empty network (finite flows).
     pub ideal_fct: Time,
     /// pHost: tokens that expired at the sender unspent.
     pub expired_tokens: u64,
+}
+
+impl Receiver {
+    /// Distinct payload bytes received so far, in order or not: `rcv_nxt`
+    /// plus the out-of-order ranges held beyond it. The flow's throughput is
+    /// counted from this rather than from `rcv_nxt`, because transports that
+    /// take packets out of order (pHost's tokens over sprayed paths, Homa,
+    /// SACK) would otherwise show a large flow's bytes only when its first
+    /// hole fills, as a burst above the line rate.
+    pub fn received_bytes(&self) -> u64 {
+        self.rcv_nxt + self.ooo.iter().map(|&(a, b)| b - a).sum::<u64>()
+    }
 }
 
 impl Flow {

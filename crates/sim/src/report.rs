@@ -86,8 +86,9 @@ impl Simulation {
             .collect()
     }
 
-    /// Payload bytes flow `f` delivered in order inside the window, and the
-    /// time it was active there.
+    /// Payload bytes flow `f` received inside the window (in order or not:
+    /// [`Receiver::received_bytes`](crate::flow::Receiver::received_bytes)),
+    /// and the time it was active there.
     fn flow_window(&self, fid: usize) -> Option<(f64, f64)> {
         let f = &self.flows()[fid];
         let (a, b) = self.window();
@@ -97,11 +98,11 @@ impl Simulation {
         if !f.snd.started || end <= start {
             return None;
         }
-        let d0 = f.stats.delivered_at_window[0].unwrap_or(0);
+        let d0 = f.stats.received_at_window[0].unwrap_or(0);
         let d1 = if self.now() >= self.window().1 {
-            f.stats.delivered_at_window[1].unwrap_or(f.rcv.rcv_nxt)
+            f.stats.received_at_window[1].unwrap_or_else(|| f.rcv.received_bytes())
         } else {
-            f.rcv.rcv_nxt
+            f.rcv.received_bytes()
         };
         Some((d1.saturating_sub(d0) as f64, ps_to_s(end - start)))
     }
@@ -298,11 +299,11 @@ impl Simulation {
     ///   completed, and the slowdown and FCT (mean, median, p99) of those
     ///   that did; `large_flows`: the flows above the last edge, with their
     ///   goodput (mean over completed flows of size / FCT) and the rate at
-    ///   which they delivered inside the window (all of them, finished or
+    ///   which they received inside the window (all of them, finished or
     ///   not: under SRPT-like schedulers large flows starve rather than
     ///   finish late, and the completed ones alone would hide it).
     /// * `by_class`: per traffic class, the flows and the aggregate rate of
-    ///   in-order delivery inside the window (Gb/s).
+    ///   reception inside the window (Gb/s; bytes in order or not).
     /// * `losses`: the window's switch drops split into packets refused on
     ///   arrival and packets a rank queue (pFabric) evicted after admitting them.
     fn add_breakdown(&self, summary: &mut Value) {
@@ -496,6 +497,7 @@ impl Simulation {
                     Column::F64(fl.iter().map(|f| f.stats.min_rtt.map_or(nan, |r| r as f64 / 1e6)).collect()),
                 ),
                 ("delivered_bytes", Column::U64(fl.iter().map(|f| f.rcv.rcv_nxt).collect())),
+                ("received_bytes", Column::U64(fl.iter().map(|f| f.rcv.received_bytes()).collect())),
                 ("sent_bytes", Column::U64(fl.iter().map(|f| f.stats.sent_bytes).collect())),
                 ("retx_bytes", Column::U64(fl.iter().map(|f| f.stats.retx_bytes).collect())),
                 ("nacks", Column::U64(fl.iter().map(|f| f.stats.nacks).collect())),

@@ -71,7 +71,7 @@ fn goodputs(sim: &Simulation) -> Vec<f64> {
     sim.flows()
         .iter()
         .map(|f| {
-            let d = f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap();
+            let d = f.stats.received_at_window[1].unwrap() - f.stats.received_at_window[0].unwrap();
             d as f64 * 8.0 / ((b - a) as f64 * 1e-12) / 1e9
         })
         .collect()

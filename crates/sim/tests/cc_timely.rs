@@ -44,7 +44,7 @@ fn shares(sim: &Simulation) -> Vec<f64> {
     sim.flows()
         .iter()
         .map(|f| {
-            let d = f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap();
+            let d = f.stats.received_at_window[1].unwrap() - f.stats.received_at_window[0].unwrap();
             d as f64 * 8.0 / secs / 100e9
         })
         .collect()

@@ -22,8 +22,7 @@ fn single_flow_reaches_line_rate_and_measures_the_base_rtt() {
         "workload": [{"kind": "flows", "flows": [{"src": 1, "dst": 0}]}],
     }));
     let f = &sim.flows()[0];
-    let goodput =
-        (f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap()) as f64 * 8.0 / 4e-3;
+    let goodput = (f.stats.received_at_window[1].unwrap() - f.stats.received_at_window[0].unwrap()) as f64 * 8.0 / 4e-3;
     let net_line = 100e9 * 1024.0 / (1024.0 + 48.0);
     assert!(goodput >= 0.99 * net_line, "goodput {goodput:.4e} < 99% of {net_line:.4e}");
     // Base RTT from the topology: 1072-B data packet serialized twice (host, switch),
@@ -201,7 +200,7 @@ fn weighted(scheduler: &str) -> Vec<f64> {
     let bytes: Vec<f64> = sim
         .flows()
         .iter()
-        .map(|f| (f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap()) as f64)
+        .map(|f| (f.stats.received_at_window[1].unwrap() - f.stats.received_at_window[0].unwrap()) as f64)
         .collect();
     let total: f64 = bytes.iter().sum();
     bytes.iter().map(|b| b / total).collect()
@@ -375,7 +374,7 @@ fn paced_flows_of_a_host_that_also_receives_are_not_starved_by_its_acks() {
         "workload": [{"kind": "long", "pattern": "all_to_all"}],
     }));
     for f in sim.flows() {
-        let bytes = (f.stats.delivered_at_window[1].unwrap() - f.stats.delivered_at_window[0].unwrap()) as f64;
+        let bytes = (f.stats.received_at_window[1].unwrap() - f.stats.received_at_window[0].unwrap()) as f64;
         let gbps = bytes * 8.0 / 2e-3 / 1e9;
         assert!(gbps > 0.9 * 20.0 * 1024.0 / 1072.0, "flow {}->{}: {gbps:.2} Gb/s", f.path.src, f.path.dst);
     }

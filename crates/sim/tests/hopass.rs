@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 /// Payload flow `f` delivered in order inside the collection window, bit/s.
 fn window_rate(sim: &Simulation, f: usize, seconds: f64) -> f64 {
-    let d = sim.flows()[f].stats.delivered_at_window;
+    let d = sim.flows()[f].stats.received_at_window;
     (d[1].unwrap() - d[0].unwrap()) as f64 * 8.0 / seconds
 }
 

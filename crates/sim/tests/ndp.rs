@@ -81,7 +81,7 @@ fn pulls_share_the_receiver_equally_between_long_flows() {
         .flows()
         .iter()
         .map(|f| {
-            let [Some(start), Some(end)] = f.stats.delivered_at_window else { panic!("window not reached") };
+            let [Some(start), Some(end)] = f.stats.received_at_window else { panic!("window not reached") };
             (end - start) as f64 * 8.0 / 4e-3 / 1e9
         })
         .collect();

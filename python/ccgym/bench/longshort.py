@@ -7,12 +7,12 @@ time. The paper does not define them beyond their names; ccgym computes them fro
 as follows (``w0``, ``w1``: the run's statistics window ``metrics.window``, 5-200 ms in the bundled
 scenarios; ``R``: the line rate of the long flow's sending host).
 
-**LBW**, % of line rate: the long flow's window rate (``flow_info.window_gbps``: payload delivered
-in order in the window over the time it was active in it) counted at its wire size, i.e. times
+**LBW**, % of line rate: the long flow's window rate (``flow_info.window_gbps``: payload received
+in the window over the time it was active in it) counted at its wire size, i.e. times
 ``(payload + header) / payload``, over ``R``, x 100. Wire size because ``R`` is a wire rate and the
 reference's data packets are 1 KiB on the wire: a flow alone at line rate scores 100 in both
 simulators (ccgym's 1024 B payload carries a 48 B header, so its payload share tops at 95.5 %, kept
-as ``LBW_goodput``). Only in-order delivered data counts: retransmissions are not bandwidth.
+as ``LBW_goodput``). Only distinct payload counts: retransmissions are not bandwidth.
 
 **DR**, Gb/s: dropped bandwidth, the wire bytes refused by switch buffers in the window
 (``network.drops_bytes``) x 8 over the window length. Gb/s because the reference simulator's

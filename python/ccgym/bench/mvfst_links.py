@@ -9,7 +9,7 @@ One run = one method on one single-flow link for one seed. Scored from the resul
   that log, so lost packets count). On a link with a token-bucket policer, what the policer
   drops is taken off: a policer limits what the link carries, and counting the bytes it
   discards would credit a sender for flooding it. ``goodput_mbps`` (CSV only) is the flow's
-  in-order delivery rate;
+  delivery rate (distinct bytes received, in order or not);
 * ``delay_p95_ms``: the 95th percentile of the packets' one-way delay, Pantheon's delay metric:
   the summary's ``flows.one_way_delay_ms.p95`` when the scenario records it
   (``metrics.one_way_delay = true``, as the bundled ``mvfst-*`` links do); otherwise an

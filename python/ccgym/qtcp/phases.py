@@ -87,9 +87,9 @@ def phase_table(
     """One row per phase of ``scenario`` (default: the result's own): ``start_s``, ``end_s``,
     ``senders``, ``throughput_mbps`` (bottleneck), ``queue_kb`` (time mean), ``rtt_ms`` (the
     flows' mean base RTT plus the mean queueing delay, each queue sample over the rate the port
-    sent at while it stood), ``flow_mbps`` (each active flow's mean delivery rate: bytes
-    delivered in order, so a recovery that fills a hole delivers what the receiver held beyond
-    it at once; over a short phase a flow can exceed the link) and ``jain`` (over those rates).
+    sent at while it stood), ``flow_mbps`` (each active flow's mean delivery rate: distinct
+    bytes received, in order or not, so a recovery that fills a hole adds only the resent bytes)
+    and ``jain`` (over those rates).
     The first ``skip_s`` seconds of each phase, at most ``skip_fraction`` of it, are left out
     (convergence); ``skip_from_s`` says where each row's measurement starts.
     Needs the run's series (``metrics.sample_interval``; per-flow rates are on up to 1024 flows).

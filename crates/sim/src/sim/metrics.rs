@@ -102,8 +102,9 @@ impl Simulation {
         }
         if self.series.flows_on {
             for f in &mut self.flows {
-                let d = f.rcv.rcv_nxt - f.stats.delivered_at_sample;
-                f.stats.delivered_at_sample = f.rcv.rcv_nxt;
+                let received = f.rcv.received_bytes();
+                let d = received - f.stats.received_at_sample;
+                f.stats.received_at_sample = received;
                 self.series.flow_gbps.push((d as f64 * 8.0 / dt / 1e9) as f32);
             }
         }
@@ -121,7 +122,7 @@ impl Simulation {
             pt.stats.unsent_at_window[0] = pt.unsent_bytes(now);
         }
         for f in &mut self.flows {
-            f.stats.delivered_at_window[0] = Some(f.rcv.rcv_nxt);
+            f.stats.received_at_window[0] = Some(f.rcv.received_bytes());
         }
     }
 
@@ -141,7 +142,7 @@ impl Simulation {
             }
         }
         for f in &mut self.flows {
-            f.stats.delivered_at_window[1] = Some(f.rcv.rcv_nxt);
+            f.stats.received_at_window[1] = Some(f.rcv.received_bytes());
         }
     }
 
