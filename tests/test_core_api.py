@@ -36,8 +36,8 @@ TABLE_COLUMNS: dict[str, list[str]] = {
     ],
     "flow_info": [
         "flow_id", "src", "dst", "size_bytes", "start_s", "fct_s", "slowdown", "base_rtt_us",
-        "min_rtt_us", "delivered_bytes", "received_bytes", "sent_bytes", "retx_bytes", "nacks", "cnps", "timeouts",
-        "window_gbps",
+        "min_rtt_us", "delivered_bytes", "received_bytes", "sent_bytes", "retx_bytes", "nacks",
+        "cnps", "timeouts", "window_gbps",
     ],
     "flows": ["time_s", "flow_id", "rate_gbps"],
     "messages": ["flow_id", "start_s", "size_bytes", "fct_s"],

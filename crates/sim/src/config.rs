@@ -1106,9 +1106,26 @@ fn parse_scenario_text(json: &str) -> CfgResult<Scenario> {
             msg.truncate(i);
         }
         let msg = explain_number(&msg, number_at(json, inner.line(), inner.column()));
+        let msg = suggest_field(&msg).unwrap_or(msg);
         let path = if path == "." { "scenario".to_string() } else { path };
         ConfigError::new(path, "", msg)
     })
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`, ..." with a close
+/// known name in front ("did you mean `a`?") and without the list, which for
+/// a table such as `host` runs to dozens of names; `None` when no known name
+/// is close.
+fn suggest_field(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let known = rest.strip_prefix(", expected one of ").or_else(|| rest.strip_prefix(", expected "))?;
+    let best = known
+        .split(", ")
+        .map(|k| k.trim_matches('`'))
+        .map(|k| (strsim::normalized_damerau_levenshtein(field, k), k))
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    (best.0 >= 0.7).then(|| format!("unknown field `{field}`: did you mean `{}`?", best.1))
 }
 
 /// The number token (or `NaN` / `Infinity`) of `json` that an error at

@@ -261,7 +261,13 @@ fn with(path: &[&str], v: Value) -> Value {
 #[test]
 fn bad_inputs_get_one_clear_error_naming_field_and_value() {
     let cases: Vec<(Value, &str, &str)> = vec![
-        (with(&["topology", "link_rat"], json!("1Gbps")), "topology", "unknown field `link_rat`"),
+        (
+            with(&["topology", "link_rat"], json!("1Gbps")),
+            "topology",
+            "unknown field `link_rat`: did you mean `link_rate`?",
+        ),
+        (with(&["host", "phost_windw"], json!(3)), "host", "did you mean `phost_window`?"),
+        (with(&["host", "zzz"], json!(3)), "host", "unknown field `zzz`, expected one of `burst`"),
         (with(&["topology", "link_rate"], json!("-5Gbps")), "topology.link_rate", "-5Gbps"),
         (with(&["topology", "link_delay"], json!("3 parsecs")), "topology.link_delay", "unknown time unit"),
         (with(&["workload", "0", "receiver"], json!(9)), "workload[0].receiver", "no such host"),

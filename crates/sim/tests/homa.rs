@@ -285,7 +285,20 @@ fn homa_fields_are_checked() {
     // Homa moves messages of a known size.
     let sc = homa(2, json!([{"src": 1, "dst": 0}]));
     let e = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("rejected");
-    assert_eq!(e.field, "host.loss_recovery");
+    assert_eq!(e.field, "workload[0]");
+    // The limit on cutoffs that both messages state is the real one: with 8
+    // levels, 6 cutoffs run and 7 are refused.
+    let mut sc = base.clone();
+    sc["switch"]["priorities"] = json!(8);
+    sc["host"]["homa_unsched_cutoffs"] = json!([1000, 2000, 3000, 4000, 5000, 6000]);
+    assert_eq!(build(&sc).homa_params().unwrap().unsched_levels, 7);
+    sc["host"]["homa_unsched_cutoffs"] = json!([1000, 2000, 3000, 4000, 5000, 6000, 7000]);
+    let e = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("rejected");
+    assert!(e.to_string().contains("at most 6 cutoffs"), "{e}");
+    sc["switch"]["priorities"] = json!(4);
+    sc["host"]["homa_unsched_cutoffs"] = json!([1000, 2000, 3000]);
+    let e = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("rejected");
+    assert!(e.to_string().contains("at most 2 cutoffs"), "{e}");
     // Explicit cutoffs set the unscheduled levels.
     let mut sc = base.clone();
     sc["host"]["homa_unsched_cutoffs"] = json!([2000, 8000]);

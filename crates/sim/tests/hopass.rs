@@ -259,5 +259,6 @@ fn bad_hopass_fields_are_config_errors() {
     sc["workload"][0]["flows"][0]["size"] = Value::Null;
     sc["workload"][0]["flows"][0]["stop"] = json!("1ms");
     let err = Simulation::from_json(&sc.to_string(), &workloads()).err().expect("refused");
-    assert!(err.message.contains("HOPASS needs finite flows"));
+    assert_eq!(err.field, "workload[0]");
+    assert!(err.message.contains("moves finite flows only"), "{}", err.message);
 }

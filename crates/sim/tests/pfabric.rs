@@ -70,6 +70,11 @@ fn losses_are_repaired_by_timeouts_alone() {
         }
     }
     assert!(conserved(&sim));
+    // Without a timeout nothing would repair them: refused, not run.
+    let flows: Vec<Value> = (1..=8).map(|i| json!({"src": i, "dst": 0, "size": "100KB"})).collect();
+    let sc = pfabric(9, 9000, json!(flows), json!({"rto": "0s"}));
+    let err = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("refused");
+    assert_eq!(err.field, "host.rto", "{err}");
 }
 
 #[test]

@@ -178,9 +178,17 @@ fn phost_fields_are_checked() {
         let err = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("refused");
         assert!(err.to_string().contains(needle), "{err}");
     }
+    // A pHost setting put under `cc` points to where such settings live.
+    let mut sc = phost(2, flows.clone());
+    sc["cc"]["phost_window"] = json!(16);
+    let err = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("refused");
+    assert!(err.to_string().contains("host.phost_*"), "{err}");
+    // A flow without a size: the workload is at fault, and the message says
+    // where pHost came from (the CC's transport, not a host setting).
     let sc = phost(2, json!([{"src": 1, "dst": 0}]));
     let err = Simulation::from_json(&sc.to_string(), Path::new(".")).err().expect("refused");
-    assert!(err.to_string().contains("pHost needs finite flows"), "{err}");
+    assert_eq!(err.field, "workload[0]", "{err}");
+    assert!(err.to_string().contains("phost (the transport of cc.algorithm = \"phost\") moves finite flows"), "{err}");
 }
 
 #[test]

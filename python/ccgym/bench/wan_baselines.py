@@ -4,7 +4,8 @@ one-way delay per link and algorithm, over a few seeds, as a Markdown table (doc
     python -m ccgym.bench.wan_baselines --seeds 1 2 3 --duration 30s
 
 Throughput is the flow's delivery rate over the run (distinct bytes received, in order or not;
-Pantheon's mean throughput counts the whole flow too); delay is the one-way delay of its data packets (``metrics.one_way_delay``).
+Pantheon's mean throughput counts the whole flow too); delay is the one-way delay of its data
+packets (``metrics.one_way_delay``).
 Each cell is the mean over the seeds; a seed also draws another Poisson trace.
 """
 

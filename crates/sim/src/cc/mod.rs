@@ -526,14 +526,19 @@ impl<'a> Params<'a> {
         for key in cfg.params.keys() {
             if !known.iter().any(|p| p.name == key) {
                 let names: Vec<_> = known.iter().map(|p| p.name).collect();
+                let known = if !names.is_empty() {
+                    names.join(", ")
+                } else if matches!(cfg.algorithm.as_str(), "phost" | "homa" | "hopass" | "ndp" | "eqds") {
+                    // The receiver-driven transports are set up per host, not
+                    // per flow: point to where their settings are.
+                    format!("none; its settings are host fields, `host.{}_*` (docs/scenarios.md)", cfg.algorithm)
+                } else {
+                    "none".into()
+                };
                 return Err(ConfigError::new(
                     format!("{field}.{key}"),
                     "",
-                    format!(
-                        "unknown parameter of `{}`; known: {}",
-                        cfg.algorithm,
-                        if names.is_empty() { "none".into() } else { names.join(", ") }
-                    ),
+                    format!("unknown parameter of `{}`; known: {known}", cfg.algorithm),
                 ));
             }
         }

@@ -360,28 +360,37 @@ impl Simulation {
                     ));
                 }
             }
-            if transport == Transport::Homa && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
-                // A Homa message has a size its first packet announces.
+            if matches!(transport, Transport::Homa | Transport::PHost | Transport::Hopass)
+                && (s.size == UNLIMITED || s.stream || !s.messages.is_empty())
+            {
+                // Homa's first packet announces its message's size, and pHost's
+                // and HOPASS's tokens name packets of a known size: all three
+                // move finite flows. The mistake is in the workload, so name
+                // it, and say where the transport came from.
+                let what = if s.size == UNLIMITED { "a flow without a size" } else { "a message stream" };
+                let from = if self.scenario.host.loss_recovery == "auto" {
+                    format!("the transport of {}.algorithm = \"{}\"", s.cc_field, cc.name())
+                } else {
+                    "host.loss_recovery".to_string()
+                };
                 return Err(ConfigError::new(
-                    "host.loss_recovery",
-                    "\"homa\"",
-                    "Homa needs finite flows without messages (a size, no stream)",
+                    format!("workload[{}]", s.workload),
+                    format!("\"{what}\""),
+                    format!(
+                        "{} ({from}) moves finite flows only: give the flows a size, without a stream or messages, \
+                         or pick another algorithm",
+                        transport.name()
+                    ),
                 ));
             }
-            if transport == Transport::PHost && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
-                // Tokens name packets of a known size: pHost moves finite flows.
+            if transport == Transport::PFabric && self.scenario.host.rto.0 == 0 {
+                // Its only repair is the timeout: without one a lost packet
+                // is never resent and its flow never completes, silently.
                 return Err(ConfigError::new(
-                    "host.loss_recovery",
-                    "\"phost\"",
-                    "pHost needs finite flows without messages (a size, no stream)",
-                ));
-            }
-            if transport == Transport::Hopass && (s.size == UNLIMITED || s.stream || !s.messages.is_empty()) {
-                // Tokens name packets of a known size, as pHost's.
-                return Err(ConfigError::new(
-                    "host.loss_recovery",
-                    "\"hopass\"",
-                    "HOPASS needs finite flows without messages (a size, no stream)",
+                    "host.rto",
+                    "0",
+                    "pFabric repairs lost packets only when its timeout fires, so it needs one (its papers use \
+                     about 3 base RTTs)",
                 ));
             }
             let rto = match transport {

@@ -90,11 +90,14 @@ pub(super) fn validate_homa(h: &HostConfig) -> CfgResult<()> {
         }
     }
     if let Some(c) = &h.homa_unsched_cutoffs {
-        if c.len() > 7 {
+        if c.len() > 6 {
+            // n cutoffs make n + 1 unscheduled levels, and at least one of a
+            // port's at most 8 levels must be left for scheduled data.
             return Err(ConfigError::new(
                 "host.homa_unsched_cutoffs",
                 c.len(),
-                "at most 7 cutoffs (8 priority levels, one of them scheduled)",
+                "at most 6 cutoffs (they make one unscheduled level more than their number, and of at most 8 \
+                 priority levels one must stay scheduled)",
             ));
         }
         if c.first().is_some_and(|b| b.0 == 0) || c.windows(2).any(|w| w[0].0 >= w[1].0) {
@@ -179,7 +182,13 @@ impl Simulation {
                     return Err(ConfigError::new(
                         "host.homa_unsched_cutoffs",
                         list.len(),
-                        format!("{} cutoffs leave no scheduled level of switch.priorities = {levels}", list.len()),
+                        format!(
+                            "{} cutoffs make {} unscheduled levels and leave no scheduled level of switch.priorities \
+                             = {levels}: at most {} cutoffs",
+                            list.len(),
+                            list.len() + 1,
+                            levels.saturating_sub(2)
+                        ),
                     ));
                 }
                 (list.len() as u8 + 1, list.iter().map(|b| b.0).collect())
