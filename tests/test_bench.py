@@ -279,3 +279,59 @@ def test_cli_bench(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert (tmp_path / "table.md").is_file() and (tmp_path / "table.csv").is_file()
     assert main(["bench", "--suite", str(tiny), "--out", str(tmp_path)]) == 0
     assert "0 runs done, 4 from the cache" in capsys.readouterr().out
+
+
+TINY1 = """
+name = "tiny1"
+seeds = [1]
+methods = ["dcqcn", "hpcc"]
+overrides = ["duration=2ms", "metrics.window=['0.5ms', '2ms']", "workload[0].stop=2ms",
+             "workload[0].start=['0.1ms', '0.2ms']", "metrics.sample_interval=50us"]
+
+[[scenario]]
+label = "m2o 2"
+scenario = "adpg-m2o-2"
+"""
+
+
+def test_cli_bench_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``ccgym bench --set KEY=VALUE``: an override for every run, after the suite's own, in
+    the cache key (a run cached without it is not reused); a bad one is a one-line error."""
+    import json
+
+    from ccgym.cli import main
+
+    suite = tmp_path / "tiny1.toml"
+    suite.write_text(TINY1)
+    out = tmp_path / "out"
+    base = ["bench", "--suite", str(suite), "--jobs", "1", "--out", str(out), "--no-report"]
+    assert main(base) == 0
+    assert "2 runs done, 0 from the cache" in capsys.readouterr().out
+    sets = ["--set", "workload[0].stop=1.5ms", "--set", "switch.port_buffer=64KB"]
+    assert main([*base, *sets]) == 0
+    assert "2 runs done, 0 from the cache" in capsys.readouterr().out  # not the cached runs
+    assert main([*base, *sets]) == 0
+    assert "0 runs done, 2 from the cache" in capsys.readouterr().out
+    records = [json.loads(p.read_text()) for p in (out / "runs").glob("*.json")]
+    assert len(records) == 4
+    with_set = [r for r in records if "switch.port_buffer=64KB" in r["overrides"]]
+    assert len(with_set) == 2
+    for r in with_set:  # after the suite's overrides (stop=2ms), so the --set value wins
+        assert r["overrides"][-3:] == [
+            "workload[0].stop=1.5ms",
+            "switch.port_buffer=64KB",
+            "seed=1",
+        ]
+        assert r["overrides"].index("workload[0].stop=2ms") < r["overrides"].index(
+            "workload[0].stop=1.5ms"
+        )
+
+    for bad, expected in (
+        ("no_such_key=1", "unknown field `no_such_key`"),
+        ("duration", 'override "duration": expected key=value'),
+        ("duration=abc", 'duration: value "abc"'),
+    ):
+        assert main([*base, "--set", bad]) == 2
+        # (stderr is no terminal here: the progress lines "bench tiny1: ..." come first)
+        err = [x for x in capsys.readouterr().err.splitlines() if not x.startswith("bench ")]
+        assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err

@@ -43,6 +43,14 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="results, cache and tables (default results/bench/SUITE)",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a scenario value in every run of the suite, e.g. --set duration=20ms "
+        "(repeatable; applied after the suite's top-level overrides, before each scenario's "
+        "and each method's own)",
+    )
     p.add_argument("--no-report", action="store_true", help="do not write DIR/report.html")
     p.add_argument(
         "--report-only",
@@ -78,6 +86,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from ccgym.bench.tables import build_rows, table_spec, write_tables
 
     suite = load_suite(args.suite)
+    if args.set:  # as the suite file's top-level overrides, after them; in every run's cache key
+        suite["overrides"] = [*(suite.get("overrides") or []), *args.set]
     out_dir = Path(args.out or Path("results") / "bench" / suite["name"])
     progress = Console(stderr=True).is_terminal
     if suite.get("skipped_methods"):  # optional presets whose CC this ccgym does not have
