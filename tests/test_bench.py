@@ -335,3 +335,53 @@ def test_cli_bench_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         # (stderr is no terminal here: the progress lines "bench tiny1: ..." come first)
         err = [x for x in capsys.readouterr().err.splitlines() if not x.startswith("bench ")]
         assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
+
+
+def test_plain_progress_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a terminal: one line per finished run, at most every ``every_s``, the last
+    always."""
+    from ccgym.bench.runner import plain_progress
+
+    step = plain_progress("bench x", 3, every_s=0.0)
+    for label in ("a", "b", "c"):
+        step(label)
+    step(None)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(", ")[0] for line in lines] == [
+        "bench x: 1/3 runs done",
+        "bench x: 2/3 runs done",
+        "bench x: 3/3 runs done",
+    ]
+    assert lines[1].endswith(", last: b")
+    step = plain_progress("bench x", 3, every_s=3600.0)
+    for label in ("a", "b", "c"):
+        step(label)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(", ")[0] for line in lines] == [
+        "bench x: 1/3 runs done",
+        "bench x: 3/3 runs done",
+    ]
+
+
+def test_cli_bench_progress_without_a_terminal(tmp_path: Path) -> None:
+    """``ccgym bench`` with stderr a pipe (nohup, a log file) says what it does: the runs to do,
+    then a line per finished run; no bar's control codes."""
+    import os
+    import subprocess
+    import sys
+
+    suite = tmp_path / "tiny1.toml"
+    suite.write_text(TINY1)
+    cmd = [sys.executable, "-m", "ccgym", "bench", "--suite", str(suite), "--jobs", "1"]
+    cmd += ["--out", str(tmp_path / "out"), "--no-report"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "python")}
+    env.pop("FORCE_COLOR", None)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == "bench tiny1: 2 runs to do, 0 from the cache"
+    assert lines[1].startswith("bench tiny1: 1/2 runs done, 0:00:")
+    assert lines[1].endswith(", last: m2o 2 / dcqcn / seed 1")
+    assert lines[-1].startswith("bench tiny1: 2/2 runs done, ")
+    assert lines[-1].endswith(", last: m2o 2 / hpcc / seed 1")
+    assert "\x1b" not in proc.stderr

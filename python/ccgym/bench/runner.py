@@ -58,6 +58,7 @@ import ctypes
 import difflib
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import signal
@@ -70,7 +71,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ccgym._errors import CorruptFileWarning, ScenarioError, not_utf8
 from ccgym.bench.series import compact_series, force_flow_series, save_series, series_path
@@ -743,6 +744,39 @@ def progress_bar(title: str, total: int) -> Callable[[str | None], None]:
     return step
 
 
+PLAIN_PROGRESS_S = 10.0
+"""Without a terminal, the least time between two progress lines (the last run always has one)."""
+
+
+def plain_progress(
+    title: str, total: int, *, every_s: float = PLAIN_PROGRESS_S
+) -> Callable[[str | None], None]:
+    """Progress for a log file (stderr not a terminal: nohup, a redirect), where a bar would be
+    nothing or a mess of control codes: plain lines on stderr, ``TITLE: 3/24 runs done, 0:01:05,
+    last: LABEL``, one per finished item but at most one every ``every_s`` seconds (the items
+    in between are counted in the next line), and always one for the last item. Called as
+    :func:`progress_bar`'s result is: with a label per finished item, None at the end."""
+    t0 = time.monotonic()
+    done = 0
+    last_line = -math.inf
+
+    def step(last: str | None) -> None:
+        nonlocal done, last_line
+        if last is None:
+            return
+        done += 1
+        now = time.monotonic()
+        if done < total and now - last_line < every_s:
+            return
+        elapsed = int(now - t0)
+        clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
+        print(f"{title}: {done}/{total} runs done, {clock}, last: {last}", file=sys.stderr)
+        sys.stderr.flush()
+        last_line = now
+
+    return step
+
+
 @contextlib.contextmanager
 def _naming(job: Job) -> Iterator[None]:
     """Bad input found while a run is built (a method's CC, an override) names the suite's
@@ -760,7 +794,7 @@ def run_suite(
     out: str | os.PathLike[str],
     *,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool | Literal["plain"] = False,
     on_done: Callable[[dict[str, Any]], None] | None = None,
     ray: str | None = None,
 ) -> tuple[list[dict[str, Any]], RunStats]:
@@ -771,7 +805,8 @@ def run_suite(
         out: output folder; finished runs are cached in ``out/runs/<key>.json``.
         jobs: worker processes (default ``os.cpu_count()``); 1 runs in this process. With
             ``ray="local"``: the CPUs of the local Ray instance.
-        progress: show a rich progress bar on stderr.
+        progress: show a rich progress bar on stderr; ``"plain"``: plain lines instead, for
+            a log file (:func:`plain_progress`).
         on_done: called with every record as it finishes (cached ones too).
         ray: run the jobs as Ray tasks instead: ``"local"``, ``"auto"``, ``"HOST:PORT"`` or
             ``"ray://HOST:PORT"`` (see :mod:`ccgym.bench.ray_runner`).
@@ -795,7 +830,17 @@ def run_suite(
         elif all(job.key != j.key for j in todo):
             todo.append(job)
 
-    step = progress_bar(f"bench {suite['name']}", len(todo)) if progress else None
+    step: Callable[[str | None], None] | None = None
+    title = f"bench {suite['name']}"
+    if progress == "plain":
+        print(
+            f"{title}: {len(todo)} runs to do, {stats.cached} from the cache",
+            file=sys.stderr,
+            flush=True,
+        )
+        step = plain_progress(title, len(todo))
+    elif progress:
+        step = progress_bar(title, len(todo))
 
     def finish(job: Job, out_: dict[str, Any]) -> None:
         series = out_.pop("series", None)

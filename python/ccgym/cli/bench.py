@@ -100,7 +100,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         line = f"{found} runs from the cache, {missing} missing; report: {path.resolve()}"
         stdout().print(line, highlight=False, soft_wrap=True)
         return 0
-    records, stats = run_suite(suite, out_dir, jobs=args.jobs, progress=progress, ray=args.ray)
+    # a bar on a terminal; plain lines in a log file (nohup, a redirect), not hours of silence
+    records, stats = run_suite(
+        suite, out_dir, jobs=args.jobs, progress=progress or "plain", ray=args.ray
+    )
     spec = table_spec(suite.get("table"))
     rows = build_rows(records, spec=spec)
     title = f"ccgym bench {suite['name']}: {suite.get('description', '')}".rstrip(": ")
