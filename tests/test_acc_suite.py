@@ -150,3 +150,80 @@ def test_suite_files_load_and_every_scenario_has_an_oracle(name: str) -> None:
         assert {"incast 8x32", "incast 15x8"} <= set(labels)
     else:
         assert all(label.startswith("fattree") for label in labels) and len(labels) == 4
+
+
+def _fixed_template_policy(path: Path, index: int) -> Path:
+    """A copy of acc-default whose greedy choice is always template ``index`` (last layer:
+    weights zero, bias one-hot)."""
+    import json
+
+    from ccgym import policies
+
+    pol = json.loads(policies.policy_path(acc_suite.ACC_POLICY).read_text())
+    last = pol["layers"][-1]
+    last["weight"] = [[0.0] * len(row) for row in last["weight"]]
+    last["bias"] = [10.0 if i == index else 0.0 for i in range(len(last["bias"]))]
+    path.write_text(json.dumps(pol))
+    return path
+
+
+def test_acc_methods_are_declared_and_run_their_own_policy(tmp_path: Path) -> None:
+    """A method is an ACC method by ``acc = "offline"|"online"``, not by a name starting with
+    "ACC"; an ACC method runs the queue policy its overrides give (here one that always picks
+    template 3), not always the bundled acc-default."""
+    from ccgym import ScenarioError
+
+    mine = _fixed_template_policy(tmp_path / "mine.json", 3)
+    text = f"""
+name = "acc-mine"
+seeds = [1]
+table = "acc"
+overrides = ["duration=2ms", "metrics.window=['0.5ms', '2ms']"]
+
+[methods."ACC mine"]
+cc = "dcqcn"
+acc = "offline"
+overrides = ["agent.queue_policy={mine}"]
+
+[methods."ACC mine online"]
+cc = "dcqcn"
+acc = "online"
+overrides = ["agent.queue_policy={mine}"]
+
+[methods."ACC offline"]
+cc = "dcqcn"
+acc = "offline"
+
+[methods."ACC by name only"]
+cc = "dcqcn"
+
+[[scenario]]
+label = "websearch 0.5"
+scenario = "acc-websearch"
+overrides = ["workload[0].load=0.5"]
+"""
+    path = tmp_path / "suite.toml"
+    path.write_text(text)
+    suite = load_suite(path)
+    records, _ = run_suite(suite, tmp_path / "out", jobs=1)
+    by = {r["method"]: r for r in records}
+    assert by["ACC mine"]["acc"] == "offline" and by["ACC mine online"]["acc"] == "online"
+    assert by["ACC mine"]["acc_policy"] == by["ACC mine online"]["acc_policy"] == str(mine)
+    assert by["ACC offline"]["acc_policy"].endswith("acc-default.json")
+    # (time-weighted: before the first decision, at 0.1 ms, the scenario's own ECN is in force)
+    assert by["ACC mine"]["metrics"]["template_mean"] == pytest.approx(3.0, abs=0.15)
+    assert by["ACC mine online"]["metrics"]["decisions"] > 0
+    assert by["ACC offline"]["metrics"]["template_mean"] != pytest.approx(3.0, abs=0.15)
+    assert "acc" not in by["ACC by name only"]  # static ECN: its name is only a label
+    assert "template_mean" not in by["ACC by name only"]["metrics"]
+    assert len({r["key"] for r in records}) == 4
+    rows = build_rows(records, spec=table_spec("acc"))
+    notes = "\n".join(table_spec("acc").notes(rows))
+    assert "ACC mine:" in notes and "ACC offline:" in notes and "ACC by name only:" not in notes
+
+    path.write_text(text.replace('acc = "online"', 'acc = "greedy"'))
+    with pytest.raises(ScenarioError, match='acc in methods.ACC mine online must be "offline"'):
+        load_suite(path)
+    path.write_text(text.replace('table = "acc"', 'table = "standard"'))
+    with pytest.raises(ScenarioError, match='in table "acc" only'):
+        load_suite(path)

@@ -1,18 +1,21 @@
 """The ``acc`` bench table: ACC's learned switch agents against the static presets and the
 static oracle on the ACC scenarios (issue 18, deliverables 6 and 7; docs/acc.md).
 
-Methods (``[methods.NAME]`` presets of ``suites/acc.toml``), by name:
+Methods (``[methods.NAME]`` presets of ``suites/acc.toml``). A method is an ACC method (learned
+switch agents) by its preset's ``acc`` key, never by its name; the name is only a label:
 
 * ``SECN0``, ``SECN1``, ``SECN2`` (``method_grid = "acc-presets"``): static, DCQCN hosts;
 * ``static oracle``: the best static template of the scenario's workload and load, as the
   ``acc-oracle`` suite found it (:data:`ORACLE_TEMPLATES`; for a switching run, the oracle of
   the workload it switches to), run as a static template;
-* ``ACC offline``: the bundled ``acc-default`` Q-network, greedy, on every switch queue, run
+* ``acc = "offline"`` (``ACC offline``): a Q-network, greedy, on every switch queue, run
   natively (``agent.queue_policy``, :func:`native_scenario`: the same choices at the same
   instants as the Python greedy driver :func:`ccgym.acc.training.run_policy`, without Python
-  in the loop);
-* ``ACC online``: the same policy learning on during the run (epsilon 0.01, Adam at the config's
-  ``online.lr``: :data:`ONLINE_CONFIG`);
+  in the loop). The Q-network is the method's ``agent.queue_policy`` (a bundled name or a path,
+  set by the preset's overrides, the suite's or ``ccgym bench --set``), by default the bundled
+  :data:`ACC_POLICY` (``acc-default``: the bundled suite's ACC rows);
+* ``acc = "online"`` (``ACC online``): the same policy learning on during the run (epsilon
+  0.01, Adam at the config's ``online.lr``: :data:`ONLINE_CONFIG`);
 * methods whose preset has ``cc = "policy:adpg-default"`` run the hosts with the ADPG policy
   instead of DCQCN, natively (``agent.policy``), the switches as their name says (``ACC
   offline``: both policies native in one run; ``ACC online``: the queue agents step from
@@ -90,9 +93,29 @@ SWITCHING_RUNS = ("acc-switch", "acc-fattree-switch")
 None), the oracle of the workload they switch to."""
 
 
-def is_acc(method: str) -> bool:
-    """Whether a method runs the learned switch agents."""
-    return method.startswith("ACC")
+ACC_MODES = ("offline", "online")
+"""The values of a method preset's ``acc`` key."""
+
+
+def acc_mode(preset: Mapping[str, Any] | None) -> str | None:
+    """How a method runs the learned switch agents: its preset's ``acc`` key, ``"offline"`` or
+    ``"online"``; None for a method without (static ECN, whatever its name)."""
+    mode = (preset or {}).get("acc")
+    return mode if isinstance(mode, str) else None
+
+
+def is_acc(record: Mapping[str, Any]) -> bool:
+    """Whether a run record (cache record or its row source) is of an ACC method:
+    :func:`run_acc_job` marks them with ``acc``."""
+    return isinstance(record.get("acc"), str)
+
+
+def acc_policy(data: Mapping[str, Any]) -> str:
+    """The Q-network of an ACC run of scenario ``data``: its ``agent.queue_policy`` when set (a
+    bundled name or a path), else :data:`ACC_POLICY`."""
+    agent = data.get("agent")
+    spec = agent.get("queue_policy") if isinstance(agent, Mapping) else None
+    return spec if isinstance(spec, str) and spec not in ("", "external") else ACC_POLICY
 
 
 def learner_code_hash() -> str:
@@ -156,12 +179,13 @@ def run_acc_job(
     cc = (preset or {}).get("cc", method)
     extra = list((preset or {}).get("overrides") or [])
     adpg = cc.startswith("policy:")
+    mode = acc_mode(preset)
     data, base = load_scenario(scenario, [*overrides, *extra], cc=None if adpg else cc)
     force_flow_series(data)
     if method == ORACLE_METHOD:
         template = oracle_template(data)
         data, base = load_scenario(data, ecn_overrides(GRID[grid_index(template)]))
-    if not is_acc(method):
+    if mode is None:
         if adpg:
             data = policies.use_policy(data, cc[len("policy:") :])
         result = ccgym.run(data)
@@ -174,9 +198,15 @@ def run_acc_job(
             "wall_s": time.perf_counter() - t0,
             "series": compact_series(result),
         }
-    online = "online" in method
+    online = mode == "online"
+    policy = acc_policy(data)
+    if isinstance(data.get("agent"), dict):  # the queue agents' table is built anew from it
+        data["agent"].pop("queue_policy", None)
+        if not data["agent"]:
+            del data["agent"]
+    marks = {"acc": mode, "acc_policy": str(policies.policy_path(policy))}
     if not online:  # greedy: the Q-network runs inside the simulator
-        data = native_scenario(data, base, ACC_POLICY, cc[len("policy:") :] if adpg else None)
+        data = native_scenario(data, base, policy, cc[len("policy:") :] if adpg else None)
         result = ccgym.run(data)
         metrics = scores(result.summary, result.series)
         metrics["template_mean"] = ecn_template_mean(result.series)
@@ -187,6 +217,7 @@ def run_acc_job(
             "summary": result.summary,
             "wall_s": time.perf_counter() - t0,
             "series": {**compact_series(result), **ecn_tier_arrays(result.series)},
+            **marks,
         }
     from ccgym.acc.training import run_policy
     from ccgym.train.config import read_config
@@ -197,7 +228,7 @@ def run_acc_job(
         set_cc(data, "agent")
         data["agent"] = {**table, **dict(data.get("agent") or {})}
     run, _ = run_policy(
-        ACC_POLICY,
+        policy,
         data,
         online=online,
         config=read_config(ONLINE_CONFIG) if online else None,
@@ -211,6 +242,7 @@ def run_acc_job(
         "summary": run.summary,
         "wall_s": time.perf_counter() - t0,
         "series": {**compact_series(result), **ecn_tier_arrays(run.series)},
+        **marks,
     }
 
 
@@ -311,7 +343,7 @@ def report_section(records: Sequence[Mapping[str, Any]], run_dir: str | Path) ->
 
     first: dict[tuple[str, str], Mapping[str, Any]] = {}
     for rec in records:
-        if is_acc(rec["method"]):
+        if is_acc(rec):
             key = (rec["label"], rec["method"])
             if key not in first or rec["seed"] < first[key]["seed"]:
                 first[key] = rec
@@ -389,6 +421,7 @@ def derive_rows(
         if v is not None:
             per_seed.setdefault((rec["label"], rec["method"]), []).append(v)
     presets = {t.name for t in PRESETS}
+    acc_methods = {(rec["label"], rec["method"]) for rec in records if is_acc(rec)}
     by_scenario: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_scenario.setdefault(row["scenario"], []).append(row)
@@ -399,7 +432,7 @@ def derive_rows(
         scored = [r for r in static if _num(r.get("mice_p99_us")) is not None]
         best = min(scored, key=lambda r: r["mice_p99_us"]) if scored else None
         for row in group:
-            if not is_acc(row["method"]) or _num(row.get("mice_p99_us")) is None:
+            if (label, row["method"]) not in acc_methods or _num(row.get("mice_p99_us")) is None:
                 continue
             text = f"{row['method']}:"
             if best is not None:

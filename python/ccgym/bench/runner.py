@@ -29,6 +29,9 @@ A method that needs more than its CC (switch discipline, buffers, host scheduler
     description = "pFabric: rank ports"  # optional
     optional = false                    # optional: true skips the method when its CC is not
                                         # built into this ccgym (a transport still to merge)
+    acc = "offline"                     # optional, table "acc" only: ACC's learned switch
+                                        # agents, "offline" (greedy) or "online" (learning);
+                                        # the policy: agent.queue_policy (ccgym.bench.acc_suite)
 
 A preset's run loads the scenario with ``cc`` (as ``--cc`` does: every flow's CC replaced),
 then the suite's and the scenario's overrides, the seed, and last the preset's overrides (so
@@ -171,6 +174,12 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
         table_spec(suite.setdefault("table", "standard"))
     except ScenarioError as e:
         raise ScenarioError(f"{path}: {e}") from None
+    acc = [name for name, p in (suite.get("presets") or {}).items() if "acc" in p]
+    if acc and suite["table"] != "acc":  # elsewhere nothing would read it: the run is static
+        raise ScenarioError(
+            f"{path}: methods.{acc[0]}: acc = ... runs learned switch agents in table "
+            f'"acc" only, not in table {suite["table"]!r}'
+        )
     for i, sc in enumerate(scenarios):
         if not isinstance(sc, dict) or not isinstance(sc.get("scenario"), str):
             raise ScenarioError(f"{path}: scenario[{i}] needs scenario = NAME or PATH")
@@ -275,6 +284,7 @@ PRESET_KEYS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "overrides": (list, "a list of KEY=VALUE strings"),
     "description": (str, "a string"),
     "optional": (bool, "true or false"),
+    "acc": (str, '"offline" or "online"'),
 }
 """The keys of a method preset, ``[methods.NAME]``, with their TOML types."""
 
@@ -321,6 +331,14 @@ def _method_presets(
             )
         names.append(name)
         presets[name] = {"cc": cc, "overrides": list(entry.get("overrides") or [])}
+        if "acc" in entry:  # an ACC method (table "acc"): learned switch agents, not its name
+            from ccgym.bench.acc_suite import ACC_MODES
+
+            if entry["acc"] not in ACC_MODES:
+                raise ScenarioError(
+                    f'{path}: acc in {where} must be "offline" or "online", not {entry["acc"]!r}'
+                )
+            presets[name]["acc"] = entry["acc"]
     return names, presets, skipped
 
 
@@ -400,7 +418,7 @@ def run_key(
 
         ident["scores"] += f"/{acc_suite.SCORES_VERSION}"
         names = list(preset or {}) or [method]
-        if any(acc_suite.is_acc(n) for n in names):
+        if any(acc_suite.acc_mode(p) for p in (preset or {}).values()):
             ident["learner"] = acc_suite.learner_code_hash()
         if acc_suite.ORACLE_METHOD in names:
             ident["oracle"] = sorted(acc_suite.ORACLE_TEMPLATES.items(), key=str)
@@ -485,9 +503,9 @@ def run_job(
 
         return run_hopass_job(scenario, overrides, method, scores)
     if scores == "acc":  # ACC's learned switch agents, the presets and the static oracle
-        from ccgym.bench.acc_suite import is_acc, run_acc_job
+        from ccgym.bench.acc_suite import acc_mode, run_acc_job
 
-        if is_acc(method):  # one torch thread per worker: several threads per tiny MLP only spin
+        if acc_mode(preset):  # one torch thread per worker: several threads per tiny MLP only spin
             import torch
 
             torch.set_num_threads(1)
