@@ -429,3 +429,90 @@ def test_trace_figure_cuts_the_slow_start_peak() -> None:
         {"traces": {**tr, "cwnd_pk": {"0": [200.0] * n}, "thr_mbps": {"0": [9.0] * n}}}
     )
     assert "cut" not in flat.axes[0].get_title(loc="left") and flat.axes[0].get_ylim()[0] == 0.0
+
+
+# ------------------------------------------------------------------------------------------
+# the command line's mistakes: one line, status 2 (as the ccgym command), --debug traceback
+
+
+def _qtcp_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from ccgym.qtcp.__main__ import main
+
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["qtcp-fixed", "--learners", "{tmp}/nope.npz"], "nope.npz"),
+        (["qtcp-fixed", "--learners", "{tmp}/text.npz"], "not a QTCP learner file"),
+        (["no-such-scenario"], 'unknown scenario "no-such-scenario"'),
+        (["qtcp-fixed", "--set", "duraton=5s"], "duraton: unknown field"),
+        (["qtcp-fixed", "--save-learners", "{tmp}/no/such/folder/q.npz"], "no such folder"),
+        (
+            ["friendliness", "newreno", "--against", "newreno", "newrenoo", "--seeds", "1"],
+            'value "newrenoo": unknown congestion control',
+        ),
+    ],
+)
+def test_the_command_line_reports_mistakes_in_one_line(
+    argv: list[str], expected: str, tmp_path, capsys
+) -> None:
+    """Each mistake fails before any simulation (no result line, no friendliness row: the
+    learners of a long run would be lost if --save-learners failed at its end)."""
+    (tmp_path / "text.npz").write_text("not an archive\n")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    status, out, err = _qtcp_cli([*argv, "--set", "duration=60s"], capsys)
+    assert status == 2, err
+    assert out == ""
+    assert err.startswith("error: ") and expected in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_the_command_line_refuses_no_competitors(capsys) -> None:
+    from ccgym.qtcp.__main__ import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["friendliness", "newreno", "-k", "0"])
+    assert e.value.code == 2
+    assert "expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+def test_the_command_line_shows_the_traceback_with_debug(capsys) -> None:
+    from ccgym import ScenarioError
+    from ccgym.qtcp.__main__ import main
+
+    with pytest.raises(ScenarioError, match="duraton"):
+        main(["qtcp-fixed", "--set", "duraton=5s", "--debug"])
+    with pytest.raises(ScenarioError, match="newrenoo"):
+        main(["--debug", "friendliness", "newreno", "--against", "newrenoo", "--seeds", "1"])
+
+
+def test_learners_of_another_variant_are_refused(tmp_path, capsys) -> None:
+    """A learner file records its variant; loaded for another one it is refused (the
+    API and the command line). A file without the record (written without a config, as
+    before) is checked by its learners' settings: a warning."""
+    from ccgym import ScenarioError
+    from ccgym.qtcp import LearnerMismatchWarning, saved_variant
+
+    path = tmp_path / "q.npz"
+    learners = {0: KanervaQLearner(3, 3, QTCP.learner, seed=1)}
+    save_learners(path, learners, QTCP)
+    assert saved_variant(path)["name"] == "qtcp"
+    assert load_learners(path, "qtcp")[0].n_actions == 3
+    with pytest.raises(ScenarioError, match="learners of QTCP variant 'qtcp', not 'qtcp-aimd'"):
+        load_learners(path, QTCP_AIMD)
+    status, out, err = _qtcp_cli(
+        ["qtcp-fixed", "--variant", "qtcp-aimd", "--learners", str(path)], capsys
+    )
+    assert status == 2 and out == "" and "not 'qtcp-aimd'" in err
+
+    old = tmp_path / "old.npz"
+    save_learners(old, learners)
+    assert saved_variant(old) is None
+    with pytest.warns(LearnerMismatchWarning, match="hyper-parameters are not those"):
+        load_learners(old, QTCP_AIMD)
+    with pytest.raises(ScenarioError, match="3 actions, QTCP variant 'two' has 2"):
+        load_learners(old, dataclasses.replace(QTCP, name="two", per_ack=(1.0, -1.0)))

@@ -31,7 +31,14 @@ from ccgym._errors import (
 from ccgym.cli import acc, bench, learning, perf, run, validate
 from ccgym.cli.common import summary_table
 
-__all__ = ["EXIT_FAILURE", "EXIT_USER_ERROR", "build_parser", "main", "summary_table"]
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_USER_ERROR",
+    "build_parser",
+    "main",
+    "run_command",
+    "summary_table",
+]
 
 EXIT_USER_ERROR = 2
 EXIT_FAILURE = 1
@@ -80,9 +87,12 @@ def _error(message: str) -> None:
 ShowWarning = Callable[[Warning | str, type[Warning], str, int, TextIO | None, str | None], None]
 
 
-def _one_line_warnings(fallback: ShowWarning) -> ShowWarning:
+def _one_line_warnings(
+    fallback: ShowWarning, one_line: tuple[type[Warning], ...] = (CorruptFileWarning,)
+) -> ShowWarning:
     """A ``warnings.showwarning`` for the command line: ccgym's own warnings (a damaged file
-    skipped or repaired) as one yellow ``warning: ...`` line, others through ``fallback``."""
+    skipped or repaired, or the ``one_line`` categories) as one yellow ``warning: ...`` line,
+    others through ``fallback``."""
 
     def show(
         message: Warning | str,
@@ -92,7 +102,7 @@ def _one_line_warnings(fallback: ShowWarning) -> ShowWarning:
         file: TextIO | None = None,
         line: str | None = None,
     ) -> None:
-        if not issubclass(category, CorruptFileWarning):
+        if not issubclass(category, one_line):
             fallback(message, category, filename, lineno, file, line)
             return
         from rich.console import Console
@@ -108,10 +118,21 @@ def _one_line_warnings(fallback: ShowWarning) -> ShowWarning:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ccgym`` command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    return run_command(build_parser().parse_args(argv))
+
+
+def run_command(
+    args: argparse.Namespace, one_line: tuple[type[Warning], ...] = (CorruptFileWarning,)
+) -> int:
+    """Runs a parsed command, ``args.func(args)``, as the ``ccgym`` command does: user mistakes
+    (:class:`ScenarioError`, :class:`CorruptFileError`, :class:`OSError`) as one ``error: ...``
+    line and status 2, other failures as one line and status 1, the traceback instead when
+    ``args.debug`` is true; the ``one_line`` warning categories as one ``warning: ...`` line.
+    Other command lines of the package (``python -m ccgym.qtcp``) go through it too."""
     with warnings.catch_warnings():
-        warnings.simplefilter("always", CorruptFileWarning)
-        warnings.showwarning = _one_line_warnings(warnings.showwarning)
+        for category in one_line:
+            warnings.simplefilter("always", category)
+        warnings.showwarning = _one_line_warnings(warnings.showwarning, one_line)
         return _dispatch(args)
 
 

@@ -17,15 +17,19 @@ docs/qtcp.md.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import warnings
+import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ccgym._errors import ScenarioError
 from ccgym.env.bridge import prepare_scenario
 from ccgym.qtcp.kanerva import KanervaConfig, KanervaQLearner, scale_state
 from ccgym.result import Result
@@ -37,6 +41,7 @@ __all__ = [
     "QTCP_FEATURES",
     "QTCP_MIMD",
     "VARIANTS",
+    "LearnerMismatchWarning",
     "QtcpConfig",
     "QtcpRun",
     "agent_table",
@@ -44,6 +49,7 @@ __all__ = [
     "qtcp_scenario",
     "run_qtcp",
     "save_learners",
+    "saved_variant",
     "utility_reward",
     "with_learner",
 ]
@@ -205,7 +211,7 @@ def variant(config: QtcpConfig | str) -> QtcpConfig:
     """``config`` itself, or the variant of that name in :data:`VARIANTS`."""
     if isinstance(config, str):
         if config not in VARIANTS:
-            raise ValueError(f"unknown QTCP variant {config!r}; known: {', '.join(VARIANTS)}")
+            raise ScenarioError(f"unknown QTCP variant {config!r}; known: {', '.join(VARIANTS)}")
         return VARIANTS[config]
     return config
 
@@ -344,10 +350,27 @@ def run_qtcp(
     return QtcpRun(config=config, result=result, learners=learners_out, log=log)
 
 
-def save_learners(path: str | os.PathLike[str], learners: Mapping[int, KanervaQLearner]) -> None:
+class LearnerMismatchWarning(UserWarning):
+    """Learners loaded for a QTCP variant seem to come from another one (their file does not
+    record its variant, but their hyper-parameters are not this variant's)."""
+
+
+VARIANT_ENTRY = "variant"
+"""The entry of a learner file that records the variant (JSON of its :class:`QtcpConfig`)."""
+
+
+def save_learners(
+    path: str | os.PathLike[str],
+    learners: Mapping[int, KanervaQLearner],
+    config: QtcpConfig | str | None = None,
+) -> None:
     """Writes the learners of a run (:attr:`QtcpRun.learners`) to one ``.npz`` file; a learner
-    shared by several flows is stored once."""
+    shared by several flows is stored once. ``config``: the variant they learnt with
+    (:attr:`QtcpRun.config`), recorded so that :func:`load_learners` can refuse them for
+    another variant."""
     arrays: dict[str, np.ndarray] = {}
+    if config is not None:
+        arrays[VARIANT_ENTRY] = np.array(json.dumps(asdict(variant(config))))
     seen: dict[int, int] = {}
     for flow, learner in learners.items():
         owner = seen.setdefault(id(learner), flow)
@@ -359,27 +382,110 @@ def save_learners(path: str | os.PathLike[str], learners: Mapping[int, KanervaQL
     np.savez(path, **arrays)
 
 
-def load_learners(path: str | os.PathLike[str]) -> dict[int, KanervaQLearner]:
+def saved_variant(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The variant a learner file records (the fields of its :class:`QtcpConfig`), or None
+    for a file written without one (by :func:`save_learners` without ``config``, or before
+    the variant was recorded)."""
+    with _open_learners(path) as z:
+        if VARIANT_ENTRY not in z.files:
+            return None
+        return dict(json.loads(str(z[VARIANT_ENTRY])))
+
+
+def _open_learners(path: str | os.PathLike[str]) -> Any:
+    """``np.load(path)`` of a learner file, with a :class:`ScenarioError` naming the file when
+    it is not an ``.npz`` archive (a missing file stays :class:`FileNotFoundError`)."""
+    try:
+        z = np.load(path)
+    except (ValueError, EOFError, zipfile.BadZipFile):
+        raise ScenarioError(
+            f"{os.fspath(path)}: not a QTCP learner file (not an .npz archive)"
+        ) from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ScenarioError(f"{os.fspath(path)}: not a QTCP learner file (a .npy array, not .npz)")
+    return z
+
+
+def load_learners(
+    path: str | os.PathLike[str], config: QtcpConfig | str | None = None
+) -> dict[int, KanervaQLearner]:
     """The learners written by :func:`save_learners`, by flow id (to pass to :func:`run_qtcp`,
-    which continues learning from them)."""
+    which continues learning from them).
+
+    ``config``: the variant they are for. Learners of another variant are refused when the file
+    records its variant (:class:`ScenarioError` naming both); a file that does not record it
+    is checked by its learners: another number of actions is refused, other learner
+    hyper-parameters give a :class:`LearnerMismatchWarning`.
+    """
     out: dict[int, KanervaQLearner] = {}
     same: dict[int, int] = {}
-    with np.load(path) as z:
+    where = os.fspath(path)
+    recorded: dict[str, Any] | None = None
+    with _open_learners(path) as z:
         groups: dict[int, dict[str, np.ndarray]] = {}
         for key in z.files:
+            if key == VARIANT_ENTRY:
+                recorded = dict(json.loads(str(z[key])))
+                continue
             m = re.fullmatch(r"flow(\d+)\.(.+)", key)
             if not m:
-                raise ValueError(f"{path}: not a QTCP learner file (entry {key!r})")
+                raise ScenarioError(f"{where}: not a QTCP learner file (entry {key!r})")
             flow, name = int(m.group(1)), m.group(2)
             if name == "same_as":
                 same[flow] = int(z[key])
             else:
                 groups.setdefault(flow, {})[name] = z[key]
-    for flow, state in groups.items():
-        out[flow] = KanervaQLearner.from_state_dict(state)
+        if not groups:
+            raise ScenarioError(f"{where}: not a QTCP learner file (no learners in it)")
+        try:
+            for flow, state in groups.items():
+                out[flow] = KanervaQLearner.from_state_dict(state)
+        except (KeyError, ValueError, TypeError) as e:
+            raise ScenarioError(f"{where}: not a QTCP learner file (flow {flow}: {e})") from None
     for flow, owner in same.items():
         out[flow] = out[owner]
+    if config is not None:
+        _check_variant(where, out, variant(config), recorded)
     return out
+
+
+def _check_variant(
+    where: str,
+    learners: Mapping[int, KanervaQLearner],
+    config: QtcpConfig,
+    recorded: Mapping[str, Any] | None,
+) -> None:
+    """Refuses (or warns about) learners loaded for ``config`` that another variant made."""
+    if recorded is not None and recorded.get("name") != config.name:
+        raise ScenarioError(
+            f"{where}: learners of QTCP variant {recorded.get('name')!r}, not {config.name!r}"
+            f" (run with --variant {recorded.get('name')}, or start without these learners)"
+        )
+    if recorded is not None:
+        mine = json.loads(json.dumps(asdict(config)))
+        differ = sorted(k for k in mine if k != "learner" and recorded.get(k) != mine[k])
+        if differ:
+            warnings.warn(
+                f"{where}: learners of a QTCP variant {config.name!r} with other settings"
+                f" ({', '.join(f'{k} = {recorded.get(k)!r}' for k in differ)})",
+                LearnerMismatchWarning,
+                stacklevel=3,
+            )
+        return
+    for flow, learner in learners.items():
+        if learner.n_actions != len(config.per_ack):
+            raise ScenarioError(
+                f"{where}: flow {flow}'s learner has {learner.n_actions} actions, QTCP variant"
+                f" {config.name!r} has {len(config.per_ack)}: learners of another variant"
+            )
+    if any(learner.config != config.learner for learner in learners.values()):
+        warnings.warn(
+            f"{where}: the learners' hyper-parameters are not those of QTCP variant"
+            f" {config.name!r} (learners of another variant? the file does not record its"
+            " variant); they keep their own",
+            LearnerMismatchWarning,
+            stacklevel=3,
+        )
 
 
 def with_learner(config: QtcpConfig, **changes: Any) -> QtcpConfig:

@@ -31,13 +31,20 @@ from typing import Any
 
 import numpy as np
 
-from ccgym.qtcp.driver import VARIANTS, QtcpConfig, run_qtcp
+from ccgym._errors import ScenarioError
+from ccgym.qtcp.driver import VARIANTS, QtcpConfig, qtcp_scenario, run_qtcp
 from ccgym.qtcp.phases import _seconds, jain
 from ccgym.result import Result
-from ccgym.runner import run
+from ccgym.runner import native, run, scenario_json
 from ccgym.scenario import load_scenario
 
-__all__ = ["Friendliness", "friendliness", "friendliness_scenario", "friendliness_table"]
+__all__ = [
+    "Friendliness",
+    "check_friendliness",
+    "friendliness",
+    "friendliness_scenario",
+    "friendliness_table",
+]
 
 SCENARIO = "friendliness-dumbbell"
 """The bundled scenario the family is built from."""
@@ -77,7 +84,7 @@ def _variant(test: Kind, against: Kind) -> QtcpConfig | str | None:
     flows of a run share one ``[agent]`` table, so two different agents are an error."""
     a, b = _agent(test), _agent(against)
     if a is not None and b is not None and a != b:
-        raise ValueError(
+        raise ScenarioError(
             f"friendliness: {_label(test)!r} against {_label(against)!r}: one run drives one"
             " learned variant or policy; put a classic CC on one side"
         )
@@ -92,7 +99,9 @@ def _cc_table(kind: Kind) -> dict[str, Any]:
         return {"algorithm": kind}
     if isinstance(kind, Mapping):
         if "algorithm" not in kind:
-            raise ValueError(f"friendliness: a cc table needs an 'algorithm' key: {dict(kind)!r}")
+            raise ScenarioError(
+                f"friendliness: a cc table needs an 'algorithm' key: {dict(kind)!r}"
+            )
         return dict(kind)
     raise TypeError(f"friendliness: not a CC name, cc table or QtcpConfig: {kind!r}")
 
@@ -121,13 +130,13 @@ def friendliness_scenario(
     measures it against itself; QTCP flows each have their own learner). A policy's
     ``[agent]`` table is set here; a QTCP variant's by :func:`~ccgym.qtcp.run_qtcp`."""
     if competitors < 1:
-        raise ValueError(f"friendliness: competitors = {competitors}: must be at least 1")
+        raise ScenarioError(f"friendliness: competitors = {competitors}: must be at least 1")
     _variant(test, against)
     data, _ = load_scenario(scenario, overrides)
     data = copy.deepcopy(data)
     topo = data.get("topology") or {}
     if topo.get("kind") != "dumbbell":
-        raise ValueError("friendliness: the scenario must be a dumbbell")
+        raise ScenarioError("friendliness: the scenario must be a dumbbell")
     n = competitors + 1
     topo["left"] = n
     topo["right"] = n
@@ -214,6 +223,44 @@ def score(result: Result, competitors: int, skip_s: float) -> tuple[list[float],
     return rates, lo
 
 
+def _prepared(
+    test: Kind,
+    against: Kind,
+    competitors: int,
+    duration: str | None,
+    seed: int | None,
+    scenario: Any,
+    overrides: Sequence[str] | None,
+) -> tuple[dict[str, Any], QtcpConfig | str | None]:
+    """The scenario :func:`friendliness` runs and the agent that drives it."""
+    data = friendliness_scenario(test, against, competitors, scenario=scenario, overrides=overrides)
+    if duration is not None:
+        data["duration"] = duration
+    if seed is not None:
+        data["seed"] = seed
+    return data, _variant(test, against)
+
+
+def check_friendliness(
+    test: Kind,
+    against: Kind = "newreno",
+    competitors: int = 1,
+    *,
+    duration: str | None = None,
+    seed: int | None = None,
+    scenario: Any = SCENARIO,
+    overrides: Sequence[str] | None = None,
+    **_: Any,
+) -> None:
+    """Raises the :class:`ScenarioError` that :func:`friendliness` with these arguments would
+    raise on its scenario (an unknown CC, a bad override or duration), without running it:
+    the simulation is built, not stepped."""
+    data, learned = _prepared(test, against, competitors, duration, seed, scenario, overrides)
+    if isinstance(learned, QtcpConfig):
+        data, _ = qtcp_scenario(data, learned, cc=None)
+    native().Simulation(scenario_json(data), ".")
+
+
 def friendliness(
     test: Kind,
     against: Kind = "newreno",
@@ -243,12 +290,7 @@ def friendliness(
         overrides: ``"dotted.key=value"`` strings applied to it first (e.g.
             ``"switch.queue_cap=300KB"``, ``"topology.bottleneck_rate=20Mbps"``).
     """
-    data = friendliness_scenario(test, against, competitors, scenario=scenario, overrides=overrides)
-    if duration is not None:
-        data["duration"] = duration
-    if seed is not None:
-        data["seed"] = seed
-    learned = _variant(test, against)
+    data, learned = _prepared(test, against, competitors, duration, seed, scenario, overrides)
     if isinstance(learned, QtcpConfig):
         result = run_qtcp(data, learned, cc=None).result
     else:
@@ -279,6 +321,10 @@ def friendliness_table(
     """One row per (test, against, K): the mean over ``seeds`` of the share, its ratio to the
     fair share, Jain's index and the bottleneck throughput, with the range of the ratio over the
     seeds (``share_ratio_min``, ``share_ratio_max``). ``kwargs`` go to :func:`friendliness`."""
+    for t in tests:  # every mistake before the first run, not after the runs before it
+        for a in against:
+            for k in competitors:
+                check_friendliness(t, a, k, **kwargs)
     rows = []
     for t in tests:
         for a in against:
@@ -304,20 +350,32 @@ def friendliness_table(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ccgym.qtcp friendliness TEST ...``: prints a :func:`friendliness_table`."""
+    """``python -m ccgym.qtcp friendliness TEST ...``: prints a :func:`friendliness_table`.
+    Mistakes (an unknown CC, a bad override) print one ``error: ...`` line before any run and
+    return 2, as the ``ccgym`` command does; ``--debug`` shows the traceback instead."""
+    from ccgym.cli import run_command
+    from ccgym.cli.common import positive_int
+
     p = argparse.ArgumentParser(
         prog="python -m ccgym.qtcp friendliness",
         description="share of a 40 Mb/s bottleneck one flow takes against K flows of a CC",
     )
     p.add_argument("test", nargs="+", help="CC names or QTCP variants (qtcp, qtcp-aimd)")
     p.add_argument("--against", nargs="+", default=["newreno", "cubic"], metavar="CC")
-    p.add_argument("-k", "--competitors", nargs="+", type=int, default=[1, 3], metavar="K")
+    p.add_argument("-k", "--competitors", nargs="+", type=positive_int, default=[1, 3], metavar="K")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--duration", default=None, help="e.g. 300s (the scenario's default)")
     p.add_argument("--skip", type=float, default=30.0, help="warm-up left out, seconds")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override")
     p.add_argument("--json", action="store_true", help="one JSON object per row")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
     args = p.parse_args(argv)
+    args.func = _table
+    return run_command(args)
+
+
+def _table(args: argparse.Namespace) -> int:
+    """The work of :func:`main` once its arguments are parsed."""
     rows = friendliness_table(
         args.test,
         args.against,
