@@ -10,7 +10,12 @@ res.regimes[0]["error_pct"]
 
 from __future__ import annotations
 
-from ccgym.hopass.experiment import ExperimentResult, load_experiment, run_experiment
+from ccgym.hopass.experiment import (
+    ExperimentResult,
+    ShortRegimeWarning,
+    load_experiment,
+    run_experiment,
+)
 from ccgym.hopass.optimum import Optimum, network_optimum, single_link_optimum
 from ccgym.hopass.slow_layer import SlowLayer, SlowLayerConfig, project_to_simplex, wrr_weights
 from ccgym.hopass.utility import ClassUtility, total_utility
@@ -20,6 +25,7 @@ __all__ = [
     "ExperimentResult",
     "Optimum",
     "SlowLayer",
+    "ShortRegimeWarning",
     "SlowLayerConfig",
     "load_experiment",
     "network_optimum",

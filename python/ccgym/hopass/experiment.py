@@ -40,6 +40,7 @@ import json
 import math
 import random
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -68,6 +69,17 @@ ALLOCATION_TOLERANCE = 0.05
 the receivers (their downlinks) of the optimum's."""
 
 _TIME_FIELDS = {"slot", "settle"}
+MIN_TAIL_RUNS = 2
+"""A regime should hold at least this many times ``tail`` decision slots: its final allocation
+(the mean of the last ``tail``) then leaves out the start of the search."""
+
+
+class ShortRegimeWarning(UserWarning):
+    """A demand regime of a HOPASS experiment holds fewer than about ``2 x tail`` decision slots:
+    its final allocation averages the start of the search (not converged); a longer run or a
+    shorter ``hopass.slot`` is needed."""
+
+
 _CONFIG_FIELDS = {f.name for f in fields(SlowLayerConfig)}
 _TOP_KEYS = {"transport", "classes", "tail", "traffic", "change"} | _CONFIG_FIELDS
 
@@ -346,6 +358,51 @@ class ExperimentResult:
     wall_s: float = 0.0
 
 
+def _time_text(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:g} {unit}"
+    return f"{seconds * 1e9:g} ns"
+
+
+def check_slots(
+    exp: Experiment, data: Mapping[str, Any], end_ps: int, method: str = SLOW_LAYER_METHOD
+) -> None:
+    """Before a run of ``end_ps``: a :class:`ScenarioError` when no decision slot fits in it
+    (``hopass.slot`` longer than the run: a bare number is seconds, so ``slot = 2`` is 2 s), a
+    :class:`ShortRegimeWarning` for each demand regime holding fewer than ``2 x tail`` decision
+    slots (slots without a slow layer), whose final allocation then averages the unconverged
+    start of the search."""
+    slot_ps = round(exp.config.slot * 1e12)
+    n_slots = end_ps // slot_ps if slot_ps > 0 else 0
+    raw = (data.get("hopass") or {}).get("slot", exp.config.slot)
+    given = f"{raw!r}" + (" (seconds)" if not isinstance(raw, str) else "")
+    duration = _time_text(end_ps * 1e-12)
+    if n_slots < 1:
+        raise ScenarioError(
+            f"hopass.slot: value {given}: longer than the run (duration {duration}), so no"
+            f' decision slot fits; a bare number is seconds ("2ms" for 2 milliseconds)'
+        )
+    cycle = len(exp.classes) + 1 if method == SLOW_LAYER_METHOD else 1
+    starts = _regime_starts(exp)
+    bounds = [*starts[1:], end_ps * 1e-12]
+    slot_s = slot_ps * 1e-12
+    for start, stop in zip(starts, bounds, strict=True):
+        if start >= stop:  # a change after the end: no regime
+            continue
+        decided = sum(1 for i in range(0, n_slots, cycle) if start <= i * slot_s < stop)
+        if decided < MIN_TAIL_RUNS * exp.tail:
+            warnings.warn(
+                f"hopass: the demand regime from {_time_text(start) if start else '0 s'} holds"
+                f" {decided} decision slot(s) of {_time_text(slot_s)} (hopass.slot), fewer than"
+                f" {MIN_TAIL_RUNS} x tail = {MIN_TAIL_RUNS * exp.tail}: its final allocation"
+                f" (the mean of the last {exp.tail}) includes the unconverged start of the"
+                " search; run longer or use shorter slots",
+                ShortRegimeWarning,
+                stacklevel=3,
+            )
+
+
 def _regime_starts(exp: Experiment) -> list[float]:
     """Times where the demand changes: changes and flow arrivals after 0."""
     times = {ch.at for ch in exp.changes} | {f.start for f in exp.flows if f.start > 0}
@@ -390,6 +447,7 @@ def run_experiment(
         )
     sim = native().Simulation(scenario_json(exp.scenario), base_dir)
     end_s = sim.end_ps * 1e-12
+    check_slots(exp, data, sim.end_ps, method)
     qs = sim.switch_queues()
     all_ports, all_queues = np.asarray(qs["port"]), np.asarray(qs["queue"])
     ports, queues = _host_ports(qs, exp.hosts)
