@@ -589,3 +589,17 @@ def test_progress_bar_keeps_count_and_clock_whole_on_a_narrow_terminal() -> None
         assert line.startswith("report quick") and " 7/29 " in line
         assert line.endswith("0:00:00")
         assert (label in line) == whole_label and ("m2o 128" in line)
+
+
+def test_run_refuses_a_hopass_experiment_and_says_how_to_run_it() -> None:
+    """A file with a top-level [hopass] table is a HOPASS slow-layer experiment: ``ccgym run``
+    used to fail with the simulator's misleading "hopass: unknown field `hopass`"."""
+    pytest.importorskip("ccgym._sim")
+    path = "python/ccgym/hopass/scenarios/overall.toml"
+    proc = run_cli("run", path, "--quiet", cwd=PYTHON_DIR.parent)
+    assert proc.returncode == 2, proc.stderr
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "unknown field" not in err, err
+    assert err.startswith(f"error: {path} is a HOPASS slow-layer experiment"), err
+    assert f'ccgym.hopass.run_experiment(ccgym.load_scenario("{path}")[0], "hopass")' in err
+    assert "ccgym bench --suite hopass-slow-layer" in err

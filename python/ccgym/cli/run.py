@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ccgym._errors import ScenarioError
 from ccgym.cli.common import path_arg, results_folder, stdout, summary_table
 
 if TYPE_CHECKING:
@@ -67,14 +68,18 @@ def _run(args: argparse.Namespace) -> int:
         from rich.console import Console
 
         progress = Console(stderr=True).is_terminal
-    raw = simulate(
-        args.scenario,
-        overrides=overrides,
-        cc=args.cc,
-        progress=progress,
-        on_estimate=None if args.quiet else _print_estimate,
-        tables=args.out is not None,
-    )
+    try:
+        raw = simulate(
+            args.scenario,
+            overrides=overrides,
+            cc=args.cc,
+            progress=progress,
+            on_estimate=None if args.quiet else _print_estimate,
+            tables=args.out is not None,
+        )
+    except ScenarioError:
+        _refuse_experiment(args.scenario)
+        raise
     if not args.quiet:
         stdout().print(summary_table(raw.summary, raw.timing))
     if args.out is not None:
@@ -83,6 +88,28 @@ def _run(args: argparse.Namespace) -> int:
         path = Result.from_run(raw).save(args.out)
         stdout().print(f"results: {path}", highlight=False, soft_wrap=True)
     return 0
+
+
+def _refuse_experiment(scenario: str) -> None:
+    """When a run of ``scenario`` failed: if it is a HOPASS experiment (a top-level ``[hopass]``
+    table, which the simulator does not know), the error says so and how to run it, instead of
+    the simulator's "unknown field 'hopass'". Looked at only after a failure, so a run that
+    works parses its file once."""
+    from ccgym.scenario import load_scenario
+
+    try:
+        data, _ = load_scenario(scenario)
+    except ScenarioError:
+        return
+    if "hopass" not in data:
+        return
+    raise ScenarioError(
+        f"{scenario} is a HOPASS slow-layer experiment (its [hopass] table is read by"
+        " ccgym.hopass, not by the simulator), so `ccgym run` cannot run it. From Python:"
+        f' ccgym.hopass.run_experiment(ccgym.load_scenario("{scenario}")[0], "hopass") (or a'
+        ' classic CC such as "dctcp" for the baseline); or as a bench suite: ccgym bench'
+        " --suite hopass-slow-layer or --suite hopass-overall. See docs/hopass.md"
+    ) from None
 
 
 def _print_estimate(est: dict[str, Any]) -> None:
