@@ -238,6 +238,19 @@ def test_experiment_errors_name_the_key() -> None:
         (["switch.queues=3"], "switch.queues must be 4"),
         (['hopass.classes=[{utility="prop"}, {utility="fair"}, {utility="prop"}]'], "kind"),
         (['hopass.change=[{at = "1ms", class = 5, size = "1MB"}]'], "no class 5"),
+        (
+            ['hopass.classes=[{utility="prop", alpha=2}, {utility="alpha"}, {utility="prop"}]'],
+            r"hopass\.classes\[0\]: 'prop' class: alpha is for 'alpha' classes",
+        ),
+        (
+            ['hopass.classes=[{utility="alpha", size="1MB"}, {utility="prop"}, {utility="prop"}]'],
+            r"classes\[0\]: 'alpha' class: size is for 'min_fct' classes",
+        ),
+        (
+            ['hopass.classes=[{utility="prop"}, {utility="alpha"}, {utility="min_fct"}]'],
+            r"hopass\.classes\[2\]: a 'min_fct' class needs size",
+        ),
+        (['hopass.change=[{at = "1ms", class = 1, size = "1MB"}]'], "size is for 'min_fct'"),
         (["hopass.delta=0.9"], "delta"),
     ):
         data, _ = load_scenario(scenario, [*overrides, *extra])

@@ -274,6 +274,11 @@ def _load_experiment(data: Mapping[str, Any], method: str) -> Experiment:
         if set(ch) - {"size", "weight"}:
             raise ValueError(f"hopass.change[{i}]: give size or weight (flows arrive as flows)")
         new: dict[str, Any] = {}
+        if "size" in ch and classes[cls - 1].kind != "min_fct":
+            raise ValueError(
+                f"hopass.change[{i}]: size is for 'min_fct' classes; class {cls} is"
+                f" {classes[cls - 1].kind!r}"
+            )
         if "size" in ch:
             new["size_mb"] = parse_size_bytes(ch["size"]) * 8e-6
         if "weight" in ch:

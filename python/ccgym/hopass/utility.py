@@ -97,15 +97,40 @@ def total_utility(classes: Sequence[ClassUtility], rates_mbps: Sequence[float]) 
     return sum(c.value(float(x)) for c, x in zip(classes, rates_mbps, strict=True))
 
 
+OWN_KEYS = {"prop": set(), "alpha": {"alpha"}, "min_fct": {"size"}}
+"""The keys of a class table that only one kind takes (``alpha``, ``size``)."""
+
+REQUIRED_KEYS = {"prop": set(), "alpha": set(), "min_fct": {"size"}}
+"""The keys a kind cannot do without: a min-FCT class's flow size has no sensible default."""
+
+
 def class_from_table(table: Mapping[str, Any], where: str) -> ClassUtility:
     """A :class:`ClassUtility` from a TOML table ``{ utility = "prop", weight = 1, flows = 2,
-    alpha = 2, size = "100MB" }`` (``size`` a ccgym size: bytes, or a string with a unit)."""
+    alpha = 2, size = "100MB" }`` (``size`` a ccgym size: bytes, or a string with a unit).
+
+    ``utility`` is required, and ``size`` for ``min_fct``; ``weight`` defaults to 1, ``flows``
+    to 1 and ``alpha`` (``alpha`` classes) to 2. A key of another kind (``alpha`` on a ``prop``
+    class, ``size`` on an ``alpha`` one) is refused: it would be ignored, so it is likely a
+    mistake."""
     known = {"utility", "weight", "flows", "alpha", "size"}
     unknown = set(table) - known
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
     if "utility" not in table:
         raise ValueError(f"{where}: needs utility = one of {', '.join(KINDS)}")
+    kind = table["utility"]
+    if kind in KINDS:
+        other = sorted((set().union(*OWN_KEYS.values()) - OWN_KEYS[kind]) & set(table))
+        if other:
+            owners = ", ".join(f"{k} is for {o!r} classes" for k in other
+                               for o, keys in OWN_KEYS.items() if k in keys)  # fmt: skip
+            raise ValueError(f"{where}: {kind!r} class: {owners}; remove it")
+        missing = sorted(REQUIRED_KEYS[kind] - set(table))
+        if missing:
+            raise ValueError(
+                f"{where}: a {kind!r} class needs {' and '.join(missing)} (its flows' size,"
+                ' s in u = -s / y, e.g. size = "200MB")'
+            )
     args: dict[str, Any] = {"kind": table["utility"]}
     if "weight" in table:
         args["weight"] = float(table["weight"])
