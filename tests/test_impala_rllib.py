@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("ray.rllib")
 
+from ccgym import ScenarioError  # noqa: E402
 from ccgym.agents import impala  # noqa: E402
 from test_impala import SMALL_AGENT, SMALL_LINK  # noqa: E402
 
@@ -70,9 +71,21 @@ def test_train_resume_and_export(tmp_path) -> None:
     assert ckpt["config"]["agent"] == SMALL_AGENT
     policy = impala.export_checkpoint(result["checkpoint"])
     assert policy["action_outputs"] == 5 and policy["meta"]["agent"] == SMALL_AGENT
+    # A resume that changes the network is refused before anything is written, with the key
+    # named; the run then resumes as it was (its config.json was not replaced).
+    saved = (out / "config.json").read_text()
+    for change, key in (
+        ({"network": {"hidden": [64, 64]}}, "network.hidden"),
+        ({"agent": {"history": 3}}, "agent.history"),
+    ):
+        with pytest.raises(ScenarioError, match=rf"changes the network .*{key} = ") as e:
+            impala.train_from_config(change, out, resume=True, progress=False)
+        assert "\n" not in str(e.value) and "size mismatch" not in str(e.value)
+        assert (out / "config.json").read_text() == saved
     again = impala.train_from_config(
         {"train": {"env_steps": 400}}, out, resume=True, progress=False
     )
+    assert json.loads((out / "config.json").read_text())["train"]["env_steps"] == 400
     assert again["env_steps"] >= 400 and again["iterations"] > result["iterations"]
 
 

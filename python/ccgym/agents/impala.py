@@ -506,6 +506,37 @@ def _spaces(cfg: Mapping[str, Any]) -> tuple[int, int]:
     return int(env.observation_spaces[agent].shape[0]), int(space.n)
 
 
+def _resume_checkpoint(out: Path) -> dict[str, Any]:
+    """The ``checkpoint.pt`` of run folder ``out``, written with its ``rllib/`` state."""
+    from ccgym.train.loop import read_checkpoint
+
+    path = out / "checkpoint.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"resume: no run in {out} (no checkpoint.pt)")
+    ckpt = read_checkpoint(path)
+    if ckpt["algorithm"] != ALGORITHM:
+        raise ValueError(f"resume: {path} is a {ckpt['algorithm']} checkpoint, not {ALGORITHM}")
+    return ckpt
+
+
+def _check_same_network(
+    ckpt: Mapping[str, Any], cfg: Mapping[str, Any], dims: tuple[int, int], out: Path
+) -> None:
+    """Raises a :class:`~ccgym.ScenarioError` naming the keys of ``cfg`` (the checkpoint's
+    config with the given one merged over it) that change the checkpoint's network: the
+    ``[network]`` sizes, or an ``[agent]`` key that changes the observation's width (features,
+    history, ``action_history``) or the actions, as ``ccgym train ppo --resume`` does."""
+    from types import SimpleNamespace
+
+    from ccgym.train import loop
+
+    def make_learner(obs_dim: int, config: Mapping[str, Any]) -> Any:
+        width, actions = dims if config is cfg else _spaces(config)
+        return SimpleNamespace(model=net_from_config(width, actions, config["network"]))
+
+    loop._check_same_network(ckpt, cfg, make_learner(0, cfg), make_learner, out)
+
+
 def _result_stats(result: Mapping[str, Any]) -> dict[str, float]:
     """What ``history.jsonl`` keeps of one RLlib training iteration."""
     runners = result.get("env_runners") or {}
@@ -595,18 +626,22 @@ def train_from_config(
     import sys
 
     out = Path(out_dir)
+    ckpt: dict[str, Any] | None = None
     if resume:
-        saved = out / "config.json"
-        if not saved.is_file():
-            raise FileNotFoundError(f"resume: no run in {out} (no config.json)")
-        cfg = load_config(config, json.loads(saved.read_text()))
+        ckpt = _resume_checkpoint(out)
+        # The checkpoint's config is the one the RLlib state was saved with (config.json is
+        # rewritten only once a resume has restored it).
+        cfg = load_config(config, ckpt["config"])
     else:
         cfg = load_config(config, DEFAULT_CONFIG)
     train = cfg["train"]
     torch.set_num_threads(int(train.get("torch_threads", 1)))
-    out.mkdir(parents=True, exist_ok=True)
     dims = _spaces(cfg)
-    (out / "config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
+    if ckpt is not None:  # before anything is written: a refused resume leaves the run as it was
+        _check_same_network(ckpt, cfg, dims, out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        (out / "config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
     runners = int(train["env_runners"])
     _connect_ray(ray_address, runners)
     with warnings.catch_warnings():
@@ -617,8 +652,13 @@ def train_from_config(
     counters: dict[str, Any] = {"iterations": 0, "env_steps": 0, "wall_s": 0.0, "episodes": 0}
     hist_path = out / "history.jsonl"
     if resume:
-        algo.restore_from_path(str((out / "rllib").resolve()))
-        counters.update(json.loads((out / "progress.json").read_text()))
+        try:
+            algo.restore_from_path(str((out / "rllib").resolve()))
+            counters.update(json.loads((out / "progress.json").read_text()))
+        except BaseException:
+            algo.stop()
+            raise
+        (out / "config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
     elif hist_path.is_file():
         hist_path.unlink()
     show = sys.stderr.isatty() if progress is None else progress
