@@ -28,6 +28,7 @@ import pytest
 pytest.importorskip("ccgym._sim")
 
 import ccgym  # noqa: E402
+from ccgym import ScenarioError  # noqa: E402
 from ccgym import policies as P  # noqa: E402
 from ccgym.scenario import load_scenario  # noqa: E402
 
@@ -402,6 +403,31 @@ def test_use_policy_makes_every_flow_an_agent(tmp_path: Path) -> None:
     assert out["agent"]["policy"] == str(pol) and os.path.isabs(out["agent"]["policy"])
     assert out["agent"]["precision"] == "int8" and out["agent"]["policy_delay"] == "0s"
     assert out["agent"]["features"] == ["action", "adpg"] and out["agent"]["history"] == 2
+
+
+def test_use_policy_keeps_the_scenario_s_precision_and_takes_its_own_policy(
+    tmp_path: Path,
+) -> None:
+    # `--set agent.precision=int8` on a bench method `policy:NAME` (no precision argument) runs
+    # int8, through the simulator's check of the file's int8 calibration.
+    data, _ = load_scenario("adpg-m2o-2", ["agent.precision=int8"])
+    out = P.use_policy(data, "adpg-default")
+    assert out["agent"]["precision"] == "int8"
+    assert P.use_policy(data, "adpg-default", precision="int8")["agent"]["precision"] == "int8"
+    plain, _ = load_scenario("adpg-m2o-2")
+    assert P.use_policy(plain, "adpg-default")["agent"]["precision"] == "float32"
+    with pytest.raises(ScenarioError, match="precision 'float32' given, but the scenario sets"):
+        P.use_policy(data, "adpg-default", precision="float32")
+    uncalibrated = P.load_policy("adpg-default")
+    del uncalibrated["int8"]
+    path = tmp_path / "nocal.json"
+    path.write_text(json.dumps(uncalibrated))
+    with pytest.raises(ScenarioError, match="no int8 calibration"):
+        ccgym.run(P.use_policy(data, path))
+    # agent.policy in the scenario as well as the argument: the argument is the policy run.
+    other, _ = load_scenario("adpg-m2o-2", [f'agent.policy="{path}"'])
+    out = P.use_policy(other, "adpg-default")
+    assert out["agent"]["policy"] == str(P.policy_path("adpg-default"))
 
 
 def test_evaluate_runs_a_native_policy(tmp_path: Path) -> None:

@@ -695,7 +695,7 @@ def use_policy(
     scenario: Mapping[str, Any],
     policy: str | os.PathLike[str],
     *,
-    precision: str = "float32",
+    precision: str | None = None,
     agent: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A copy of a scenario dict whose flows all run the native ``policy``.
@@ -703,26 +703,46 @@ def use_policy(
     Sets ``[cc] algorithm = "agent"`` (every workload and flow) and the ``[agent]`` table:
     the policy's own ``meta.agent`` (or the ADPG features when it has none), then the
     scenario's own ``[agent]`` entries (so that ``--set agent.KEY=VALUE`` reaches the run), then
-    ``agent``, then ``policy = <absolute path>`` and ``precision``.
+    ``agent``, then ``policy = <absolute path>`` and the precision.
+
+    The ``policy`` argument is the policy run: an ``agent.policy`` of the scenario (or of
+    ``agent``) is replaced by it. The precision is ``precision`` when given, else the
+    scenario's ``agent.precision`` (e.g. ``--set agent.precision=int8`` on a bench method
+    ``policy:NAME``), else float32; the simulator refuses int8 for a policy file without int8
+    calibration. ``precision`` given with another ``agent.precision`` in the scenario or in
+    ``agent`` is an error.
 
     Args:
         scenario: a scenario dict (e.g. from :func:`ccgym.load_scenario`).
         policy: a policy name or path (see :func:`policy_path`).
-        precision: ``"float32"`` or ``"int8"``.
+        precision: ``"float32"`` or ``"int8"``; None: the scenario's ``agent.precision``, else
+            ``"float32"``.
         agent: further ``[agent]`` settings (e.g. ``{"policy_delay": "0s"}``).
+
+    Raises:
+        ScenarioError: an unknown precision, or ``precision`` and ``agent.precision`` differ.
     """
     from ccgym.scenario import set_cc
 
-    if precision not in PRECISIONS:
-        raise ScenarioError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     path = policy_path(policy)
     data = copy.deepcopy(dict(scenario))
     set_cc(data, "agent")
     own = scenario.get("agent")
-    own_table = dict(own) if isinstance(own, Mapping) else {}
-    table = agent_table(load_policy(path), **own_table, **dict(agent or {}))
+    settings = {**(dict(own) if isinstance(own, Mapping) else {}), **dict(agent or {})}
+    settings.pop("policy", None)  # the policy argument is the one run
+    asked = settings.pop("precision", None)
+    if precision is not None and asked is not None and asked != precision:
+        raise ScenarioError(
+            f"precision {precision!r} given, but the scenario sets agent.precision = {asked!r}: "
+            "give one of them (or the same value)"
+        )
+    chosen = precision if precision is not None else asked if asked is not None else "float32"
+    if chosen not in PRECISIONS:
+        what = "precision" if precision is not None else "agent.precision"
+        raise ScenarioError(f"{what} must be one of {', '.join(PRECISIONS)}, not {chosen!r}")
+    table = agent_table(load_policy(path), **settings)
     table["policy"] = str(path)
-    table["precision"] = precision
+    table["precision"] = chosen
     data["agent"] = table
     return data
 
