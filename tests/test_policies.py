@@ -364,6 +364,44 @@ def test_native_decision_cost_reports_both_precisions() -> None:
     }
 
 
+def test_native_decision_cost_sizes_rounds_by_time_for_a_slow_policy() -> None:
+    # One native decision of mvfst-default's LSTM costs about a millisecond: a fixed 500,000
+    # decisions per round took an hour. The rounds are now sized by time from a calibration.
+    import time
+
+    from ccgym.perf import NATIVE_MAX_ITERATIONS, native_decision_ns
+
+    said: list[str] = []
+    t0 = time.perf_counter()
+    row = native_decision_ns("mvfst-default", rounds=2, budget_s=0.02, on_progress=said.append)
+    assert time.perf_counter() - t0 < 60
+    assert row["layers"][0] == 220 and row["layers"][-1] == 6  # dense, concat, lstm, heads
+    assert 1 <= row["iterations"] < NATIVE_MAX_ITERATIONS and row["rounds"] == 2
+    assert row["calibration"]["ns_per_decision"] > 0 and set(row["ns_per_decision"]) == {"float32"}
+    assert said[0].startswith("calibrating") and said[-1].startswith("round 2 of 2")
+
+
+def test_perf_policy_cli_budgets_about_a_second_per_round(monkeypatch, capsys) -> None:
+    # `ccgym perf --policy NAME` with a policy of 1 ms per decision: about 1,000 per round.
+    import ccgym.perf
+    from ccgym.cli import main
+
+    calls: list[int] = []
+
+    class Slow:
+        @staticmethod
+        def bench_policy(text: str, iterations: int, precision: str) -> float:
+            calls.append(iterations)
+            return 1e6
+
+    monkeypatch.setattr(ccgym.perf, "native", lambda: Slow)
+    assert main(["perf", "--policy", "mvfst-default", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["iterations"] == 1000 and row["rounds"] == 5 and row["budget_s"] == 1.0
+    assert sum(calls) < 1000 * 5 + 100  # the calibration took a few dozen decisions
+    assert calls[-5:] == [1000] * 5
+
+
 # --------------------------------------------------------------------------- files and names
 
 

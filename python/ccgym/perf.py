@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -318,10 +318,35 @@ NATIVE_POLICY = "adpg-default"
 """The policy whose native decision cost ``ccgym perf --policy`` measures by default."""
 
 
+NATIVE_MAX_ITERATIONS = 500_000
+"""The most decisions of one timed round of :func:`native_decision_ns` (what a round of a
+policy of a few dozen nanoseconds per decision gets; slower ones get their time budget)."""
+NATIVE_CALIBRATION_S = 0.02
+"""Timed seconds the calibration of :func:`native_decision_ns` aims at before it sizes rounds."""
+
+
+def _layer_sizes(policy: Mapping[str, Any]) -> list[int]:
+    """Input width, then each layer's output width (dense, ``concat``, ``lstm``)."""
+    layers = policy["layers"]
+    sizes = [len(layers[0]["weight"][0])]
+    for la in layers:
+        kind = la.get("kind", "dense")
+        if kind == "concat":
+            sizes.append(sizes[-1] + int(la["size"]))
+        elif kind == "lstm":
+            sizes.append(len(la["weight_hh"][0]))
+        else:
+            sizes.append(len(la["weight"]))
+    return sizes
+
+
 def native_decision_ns(
     policy: str | os.PathLike[str] | dict[str, Any] | None = None,
-    iterations: int = 500_000,
+    iterations: int | None = None,
     rounds: int = 5,
+    *,
+    budget_s: float = 1.0,
+    on_progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Nanoseconds per native decision of ``policy`` (default :data:`NATIVE_POLICY`), in float32
     and (when the file has int8 calibration) int8.
@@ -330,29 +355,55 @@ def native_decision_ns(
     decisions each; per precision the minimum and the median over the rounds, and the int8 /
     float32 ratio of each: measured side by side, the ratio holds on a noisy machine where the
     absolute figures do not.
+
+    Without ``iterations``, a few float32 decisions first measure the policy's cost (about
+    :data:`NATIVE_CALIBRATION_S` of timed decisions), then each round runs enough decisions
+    for about ``budget_s`` seconds, at most :data:`NATIVE_MAX_ITERATIONS` (a decision of an
+    MLP costs tens of nanoseconds, one of an LSTM policy such as ``mvfst-default`` a
+    millisecond). Each timing call also loads the policy (not timed; a large policy takes
+    a fraction of a second). ``on_progress`` receives a line saying what is measured.
     """
     from ccgym import policies
 
-    if iterations < 1 or rounds < 1:
+    if (iterations is not None and iterations < 1) or rounds < 1:
         raise ValueError("iterations and rounds must be positive")
+    if not budget_s > 0:
+        raise ValueError(f"budget_s must be positive, got {budget_s}")
+    say = on_progress or (lambda text: None)
     sim_mod = native()
     loaded = policies.load_policy(policy if policy is not None else NATIVE_POLICY)
     text = json.dumps(loaded)
     precisions = ["float32"] + (["int8"] if loaded.get("int8") else [])
+    calibration: dict[str, float] | None = None
+    if iterations is None:
+        n = 1
+        while True:
+            say(f"calibrating: {n:,} decisions")
+            ns = float(sim_mod.bench_policy(text, n, "float32"))
+            timed = n * ns * 1e-9
+            if timed >= NATIVE_CALIBRATION_S or n >= NATIVE_MAX_ITERATIONS:
+                break
+            # Aim past the target (a first, cold call is slow), at most 1000 times more.
+            aim = 1.5 * NATIVE_CALIBRATION_S / max(timed, 1e-9)
+            n = min(NATIVE_MAX_ITERATIONS, max(n + 1, int(n * min(aim, 1000.0))))
+        iterations = max(1, min(NATIVE_MAX_ITERATIONS, round(budget_s * 1e9 / ns)))
+        calibration = {"decisions": n, "ns_per_decision": ns}
     times: dict[str, list[float]] = {p: [] for p in precisions}
-    for _ in range(rounds):
+    for r in range(rounds):
         for p in precisions:
+            say(f"round {r + 1} of {rounds}: {iterations:,} {p} decisions")
             times[p].append(float(sim_mod.bench_policy(text, iterations, p)))
-    sizes = [len(loaded["layers"][0]["weight"][0])] + [len(la["weight"]) for la in loaded["layers"]]
     if policy is None:
         name = NATIVE_POLICY
     else:
         name = os.fspath(policy) if isinstance(policy, (str, os.PathLike)) else "policy"
     out: dict[str, Any] = {
         "policy": name,
-        "layers": sizes,
+        "layers": _layer_sizes(loaded),
         "iterations": iterations,
         "rounds": rounds,
+        "budget_s": budget_s if calibration is not None else None,
+        "calibration": calibration,
         "ns_per_decision": {
             p: {"min": min(ts), "median": statistics.median(ts)} for p, ts in times.items()
         },

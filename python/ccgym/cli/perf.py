@@ -216,7 +216,8 @@ def native_policy_table(row: dict[str, Any]) -> Table:
     shape = "-".join(str(n) for n in row["layers"])
     table = Table(
         title=f"native decision cost: {row['policy']} ({shape})",
-        caption=f"{row['rounds']} rounds × {row['iterations']:,} decisions, precisions alternated",
+        caption=f"{row['rounds']} rounds × {row['iterations']:,} decisions, precisions alternated"
+        + _budget_note(row),
     )
     for title in ("precision", "min ns", "median ns", "vs float32 (min / median)"):
         table.add_column(title, justify="right")
@@ -225,6 +226,19 @@ def native_policy_table(row: dict[str, Any]) -> Table:
         ratio = " / ".join(f"{t[k] / ns['float32'][k]:.2f}×" for k in ("min", "median"))
         table.add_row(p, num(t["min"], ".1f"), num(t["median"], ".1f"), ratio)
     return table
+
+
+def _budget_note(row: dict[str, Any]) -> str:
+    """How the number of decisions per round was chosen (:func:`ccgym.perf.native_decision_ns`)."""
+    from ccgym.perf import NATIVE_MAX_ITERATIONS
+
+    cal = row.get("calibration")
+    if not cal:
+        return ""
+    return (
+        f"; about {row['budget_s']:g} s per round, at most {NATIVE_MAX_ITERATIONS:,} decisions "
+        f"(calibrated on {cal['decisions']:,} at {cal['ns_per_decision']:,.1f} ns)"
+    )
 
 
 def _native_line(row: dict[str, Any]) -> str:
@@ -243,8 +257,11 @@ def _perf_policy(args: argparse.Namespace) -> int:
 
     from ccgym.perf import native_decision_ns
 
-    with Console(stderr=True).status(f"perf --policy: {args.policy} ..."):
-        row = native_decision_ns(args.policy)
+    with Console(stderr=True).status(f"perf --policy: {args.policy} ...") as status:
+        row = native_decision_ns(
+            args.policy,
+            on_progress=lambda text: status.update(f"perf --policy: {args.policy}: {text} ..."),
+        )
     if args.json:
         print(json.dumps(row, indent=2))
     else:
@@ -272,7 +289,10 @@ def _perf_agent(args: argparse.Namespace) -> int:
                     measure_agent(d, flows=flows, duration=args.agent_duration, policy=policy)
                 )
         status.update("perf --agent: native policy ...")
-        native_row = native_decision_ns(policy_name)
+        native_row = native_decision_ns(
+            policy_name,
+            on_progress=lambda text: status.update(f"perf --agent: native policy: {text} ..."),
+        )
     if args.json:
         print(json.dumps({"bridge": rows, "native": native_row}, indent=2))
         return 0
