@@ -503,6 +503,14 @@ pub struct HostConfig {
     /// `crate::sack`). `false`: cumulative ACKs and NewReno recovery. Other
     /// transports ignore it.
     pub sack: bool,
+    /// TCP flows without SACK: which partial ACKs of a NewReno recovery
+    /// restart the retransmission timer. `"every_partial_ack"` (the default):
+    /// each one, so a window with many losses is repaired one hole per round
+    /// trip however long that takes. `"first_partial_ack"`: only the first,
+    /// as RFC 6582 (section 3.2, step 5) and ns-3's TCP do, so with more
+    /// holes left than fit in a timeout the timer fires and the sender goes
+    /// back to its first hole.
+    pub newreno_timer: String,
 }
 
 impl Default for HostConfig {
@@ -553,6 +561,7 @@ impl Default for HostConfig {
             eqds_window: None,
             eqds_slow_pulls: true,
             sack: false,
+            newreno_timer: "every_partial_ack".into(),
         }
     }
 }

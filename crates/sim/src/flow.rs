@@ -274,6 +274,11 @@ pub struct TcpRecovery {
     pub dup_acks: u32,
     /// In fast recovery until the cumulative ACK reaches this.
     pub recover: Option<u64>,
+    /// NewReno (no SACK): a partial ACK has come in this recovery.
+    pub partial_acked: bool,
+    /// `host.newreno_timer = "first_partial_ack"`: after the first partial
+    /// ACK of a recovery, later ones leave the retransmission timer running.
+    pub first_partial_ack_timer: bool,
     /// Smoothed RTT and its variation (ps), once sampled.
     pub srtt: Option<(f64, f64)>,
 }

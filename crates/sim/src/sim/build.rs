@@ -461,7 +461,10 @@ impl Simulation {
                 },
                 mi: MonitorInterval::default(),
                 stats: FlowStats { ideal_fct, ..FlowStats::default() },
-                tcp: TcpRecovery::default(),
+                tcp: TcpRecovery {
+                    first_partial_ack_timer: self.scenario.host.newreno_timer == "first_partial_ack",
+                    ..TcpRecovery::default()
+                },
                 rcv: Receiver::default(),
                 cc,
                 ph: matches!(transport, Transport::PHost | Transport::Hopass).then(Box::default),
@@ -770,6 +773,13 @@ fn validate_phost(h: &crate::config::HostConfig) -> CfgResult<()> {
     }
     if h.phost_window == 0 {
         return Err(ConfigError::new("host.phost_window", 0, "must be at least 1 token"));
+    }
+    if !["every_partial_ack", "first_partial_ack"].contains(&h.newreno_timer.as_str()) {
+        return Err(ConfigError::new(
+            "host.newreno_timer",
+            format!("\"{}\"", h.newreno_timer),
+            "use \"every_partial_ack\" (each partial ACK restarts the timer) or \"first_partial_ack\" (RFC 6582, ns-3)",
+        ));
     }
     if !["adaptive", "yaps"].contains(&h.phost_hold.as_str()) {
         return Err(ConfigError::new(

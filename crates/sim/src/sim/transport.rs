@@ -104,9 +104,21 @@ impl Simulation {
         let rtt = now - ts;
         f.stats.min_rtt = Some(f.stats.min_rtt.map_or(rtt, |m| m.min(rtt)));
         let newly = seq.saturating_sub(f.ctl.snd_una);
+        // `host.newreno_timer = "first_partial_ack"` (RFC 6582 section 3.2,
+        // step 5; ns-3): in NewReno recovery only the first partial ACK
+        // restarts the timer, so a window with more holes than a timeout's
+        // worth of round trips ends in a timeout instead of being repaired
+        // one hole per round trip.
+        let impatient = f.tcp.first_partial_ack_timer
+            && f.path.transport == Transport::Tcp
+            && sack_blocks.is_none()
+            && f.tcp.partial_acked
+            && f.tcp.recover.is_some_and(|r| seq < r);
         if newly > 0 {
             f.ctl.snd_una = seq;
-            f.snd.last_progress = now;
+            if !impatient {
+                f.snd.last_progress = now;
+            }
             if f.ctl.snd_nxt < seq {
                 f.ctl.snd_nxt = seq;
             }
@@ -342,12 +354,14 @@ fn tcp_on_ack(f: &mut Flow, seq: u64, newly: u64, rtt: Time, rto_min: Time) -> (
             } else {
                 // NewReno partial ACK: the next hole is lost too.
                 f.snd.retx = Some(seq);
+                f.tcp.partial_acked = true;
             }
         }
     } else if f.inflight() > 0 && f.snd.finished.is_none() {
         f.tcp.dup_acks += 1;
         if f.tcp.dup_acks == 3 && f.tcp.recover.is_none() {
             f.tcp.recover = Some(f.ctl.snd_nxt);
+            f.tcp.partial_acked = false;
             f.snd.retx = Some(f.ctl.snd_una);
             fast_retransmit = true;
         }
