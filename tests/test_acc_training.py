@@ -26,6 +26,7 @@ from ccgym.acc.training import (  # noqa: E402
     train,
 )
 from ccgym.agents.ddqn import export_checkpoint, run_queue_episode  # noqa: E402
+from ccgym.runner import run  # noqa: E402
 from ccgym.train.loop import read_checkpoint  # noqa: E402
 
 torch.set_num_threads(1)
@@ -121,6 +122,41 @@ def test_keep_checkpoints_keeps_every_periodic_checkpoint(tmp_path: Path) -> Non
     # Off (the default): no folder.
     train(config(2), tmp_path / "plain", progress=False)
     assert not (tmp_path / "plain" / "checkpoints").exists()
+
+
+def test_export_calibrates_a_queue_policy_on_queue_observations(tmp_path: Path) -> None:
+    """``ccgym export --calibrate`` on a ddqn checkpoint records the queue agents' observations
+    (7 x queue_history wide), not flow observations, and the int8 policy then runs natively."""
+    from ccgym.cli import main
+    from ccgym.scenario import load_scenario
+
+    out = tmp_path / "run"
+    train(config(1), out, progress=False)
+    pol = export_checkpoint(out / "checkpoint.pt")
+    obs = policies.record_observations(pol, [incast()])
+    assert obs.shape[1] == policies.policy_inputs(pol) and len(obs) > 50
+    scen = tmp_path / "incast.toml"  # incast() as a file
+    scen.write_text(
+        'name = "acc-train-incast"\nduration = "2ms"\ncc = { algorithm = "dctcp" }\n'
+        '[topology]\nkind = "star"\nhosts = 4\nlink_rate = "25Gbps"\nlink_delay = "1us"\n'
+        '[switch.ecn]\nkmin = "5KB"\nkmax = "200KB"\npmax = 0.01\n'
+        '[[workload]]\nkind = "incast"\nsenders = [1, 2, 3]\nreceiver = 0\nsize = "100MB"\n'
+    )
+    policy_file = tmp_path / "q.json"
+    code = main(
+        ["export", str(out / "checkpoint.pt"), "--out", str(policy_file)]
+        + ["--calibrate", str(scen), "--calibrate-set", "duration=1ms"]
+    )
+    assert code == 0
+    calibrated = policies.load_policy(policy_file)
+    assert calibrated["meta"]["int8_calibration"]["observations"] > 0
+    data, _ = load_scenario(incast())
+    runs = {}
+    for precision in ("float32", "int8"):
+        agent = {"queues": ["sw0->h0"], "precision": precision}
+        result = run(policies.use_queue_policy(data, policy_file, agent=agent))
+        runs[precision] = result.summary["bottleneck"]["utilization"]
+    assert runs["int8"] == pytest.approx(runs["float32"], abs=0.05)
 
 
 def test_online_phase_keeps_learning_within_its_bounds(tmp_path: Path) -> None:

@@ -761,11 +761,19 @@ def record_observations(
     Used for int8 calibration and the int8-vs-float32 check. Every flow runs the policy through
     the agent bridge (``Simulation.agent_step``); at most ``max_obs`` observations are kept in
     total (a uniform random subset when there are more).
+
+    A switch-queue policy (:func:`is_queue_policy`: a DDQN Q-network of ACC) records the queue
+    agents' observations instead, with every queue agent taking the policy's greedy choice
+    (:func:`record_queue_observations`).
     """
     from ccgym.runner import native, scenario_json
     from ccgym.scenario import load_scenario
 
     pol = load_policy(policy)
+    if is_queue_policy(pol):
+        return record_queue_observations(
+            pol, scenarios, overrides=overrides, max_obs=max_obs, seed=seed, agent=agent
+        )
     sim_mod = native()
     chunks = []
     for spec in scenarios:
@@ -781,6 +789,11 @@ def record_observations(
                 chunks.append(obs[live])
                 actions = forward(pol, obs)[:, 0] if len(obs) else np.zeros(0, np.float32)
                 sim.agent_act(np.ascontiguousarray(actions, dtype=np.float32))
+    return _subsample(pol, chunks, max_obs, seed)
+
+
+def _subsample(pol: Mapping[str, Any], chunks: list[Any], max_obs: int, seed: int) -> np.ndarray:
+    """The recorded observations, at most ``max_obs`` of them (a uniform random subset)."""
     dim = policy_inputs(pol)
     allobs = np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32)
     if len(allobs) > max_obs:
@@ -879,6 +892,93 @@ def use_queue_policy(
     table["queue_policy"] = str(path)
     data["agent"] = table
     return data
+
+
+def is_queue_policy(policy: Mapping[str, Any]) -> bool:
+    """Whether ``policy`` is a switch-queue policy (a Q-network run by ``agent.queue_policy``):
+    ``meta.algorithm = "ddqn"``, or queue-agent keys (``queue_history``) in ``meta.agent``."""
+    meta = policy.get("meta") or {}
+    if not isinstance(meta, Mapping):
+        return False
+    agent = meta.get("agent")
+    return meta.get("algorithm") == "ddqn" or (
+        isinstance(agent, Mapping) and "queue_history" in agent
+    )
+
+
+def record_queue_observations(
+    policy: Mapping[str, Any] | str | os.PathLike[str],
+    scenarios: Iterable[str | Mapping[str, Any]],
+    *,
+    overrides: Iterable[str] | None = None,
+    max_obs: int = 20000,
+    seed: int = 0,
+    agent: Mapping[str, Any] | None = None,
+) -> np.ndarray:
+    """Run scenarios with every switch-queue agent taking the greedy choice of the queue
+    policy ``policy`` (float32, stepped from Python) and record the queue observations, for
+    int8 calibration of a queue policy.
+
+    The ``[agent]`` table of each scenario is set up as :func:`use_queue_policy` does (the
+    scenario's keys, then the policy's ``meta.agent``, then ``agent``); ``queues`` (default
+    ``"all"``, every switch port) may be a tier name as in ``ccgym.acc.driver.switch_ports``.
+    Flow agents, if the scenario has any, are answered by the native flow policy its
+    ``agent.policy`` names. At most ``max_obs`` observations are kept in total.
+    """
+    from ccgym.acc.driver import switch_ports
+    from ccgym.runner import native, scenario_json
+    from ccgym.scenario import load_scenario
+
+    pol = load_policy(policy)
+    width = policy_inputs(pol)
+    sim_mod = native()
+    chunks = []
+    for spec in scenarios:
+        data, base_dir = load_scenario(spec, overrides)
+        own = data.get("agent")
+        table = dict(own) if isinstance(own, Mapping) else {}
+        meta_agent = (pol.get("meta") or {}).get("agent")
+        if isinstance(meta_agent, Mapping):
+            for k, v in meta_agent.items():
+                table.setdefault(k, copy.deepcopy(v))
+        table.update(agent or {})
+        table.pop("queue_policy", None)
+        table.pop("precision", None)
+        queues = table.get("queues", "all")
+        table["queues"] = switch_ports(data, base_dir, queues)
+        flow_policy = table.get("policy")
+        flow_pol = None
+        if flow_policy not in (None, "external"):
+            flow_pol = load_policy(policy_path(flow_policy))
+        table["policy"] = "external"
+        data["agent"] = table
+        sim = sim_mod.Simulation(scenario_json(data), str(base_dir))
+        if sim.queue_obs_dim != width:
+            raise ValueError(
+                f"the queue policy takes {width} inputs, the queue agents of {spec} observe "
+                f"{sim.queue_obs_dim} values (agent.queue_history?)"
+            )
+        over = False
+        while not over:
+            over, batch = sim.agent_step()
+            flow_actions = np.zeros(len(batch["flow"]), np.float32)
+            if len(flow_actions):
+                if flow_pol is None:
+                    raise ValueError(
+                        f"{spec}: flow agents need a native flow policy (agent.policy) to record "
+                        "queue observations"
+                    )
+                flow_actions = forward(flow_pol, np.asarray(batch["obs"], np.float32))[:, 0]
+            q = batch["queue"]
+            obs = np.asarray(q["obs"], np.float32)
+            actions = np.zeros(len(obs), np.float32)
+            if len(obs):
+                live = ~(np.asarray(q["done"], bool) | np.asarray(q["truncated"], bool))
+                chunks.append(obs[live])
+                actions = greedy_templates(pol, obs).astype(np.float32)
+            if len(obs) or len(flow_actions):
+                sim.agent_act(np.ascontiguousarray(np.concatenate([flow_actions, actions])))
+    return _subsample(pol, chunks, max_obs, seed)
 
 
 def greedy_templates(policy: Mapping[str, Any], obs: Any, precision: str = "float32") -> np.ndarray:
