@@ -215,6 +215,20 @@ def test_export_of_a_missing_checkpoint_names_it(
         assert capsys.readouterr().err.strip() == f"error: checkpoint not found: {path}"
 
 
+def test_export_of_a_file_that_is_not_a_checkpoint_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A training config given by mistake is "not a checkpoint", not a "damaged" one."""
+    path = tmp_path / "tiny.toml"
+    path.write_text("[train]\nepisodes = 2\n")
+    with pytest.raises(ccgym.CorruptFileError, match="is not a ccgym training checkpoint"):
+        loop.read_checkpoint(path)
+    assert main(["export", str(path), "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path} is not a ccgym training checkpoint") and "\n" not in err
+    assert "damaged" not in err
+
+
 def test_checkpoint_write_is_atomic(
     trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

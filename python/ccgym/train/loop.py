@@ -200,6 +200,10 @@ CHECKPOINT_KEYS = (
 )
 """What a checkpoint written by :func:`train` holds."""
 
+TORCH_MAGIC = (b"PK\x03\x04", b"\x80")
+"""How a file written by ``torch.save`` starts: a zip archive (the default), or a pickle (the
+legacy format). A file starting otherwise is not a checkpoint (rather than a damaged one)."""
+
 TAGGED_CHECKPOINT = re.compile(r"ckpt-u(\d+)-d(\d+)\.pt")
 """The name of a kept checkpoint, ``checkpoints/ckpt-u<update>-d<decisions>.pt``."""
 
@@ -215,6 +219,13 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head and not head.startswith(TORCH_MAGIC):  # empty: a checkpoint cut short
+        raise CorruptFileError(
+            f"{path} is not a ccgym training checkpoint (not a file written by torch.save: "
+            "give the .pt file `ccgym train` wrote, e.g. RUN/checkpoint.pt)"
+        )
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as e:  # a damaged file fails anywhere in torch's zip and pickle readers
