@@ -159,6 +159,37 @@ def test_export_calibrates_a_queue_policy_on_queue_observations(tmp_path: Path) 
     assert runs["int8"] == pytest.approx(runs["float32"], abs=0.05)
 
 
+def test_train_refuses_a_run_folder_holding_another_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --resume, a non-empty --out is refused in one line (exit 2) naming it, so that
+    another run's history and checkpoints are never mixed with the new ones; --force clears
+    it first; an empty folder is fine."""
+    from ccgym.cli import main
+
+    cfg = tmp_path / "tiny.json"
+    cfg.write_text(json.dumps(config(1)))
+    out = tmp_path / "run"
+    stale = out / "checkpoints" / "ckpt-ep0099.pt"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old run")
+    (out / "history.jsonl").write_text('{"episode": 1}\n')
+    argv = ["train", "ddqn", "--config", str(cfg), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: ccgym train: the run folder {out} is not empty")
+    assert "--resume" in err and "--out" in err and "\n" not in err
+    assert stale.is_file()  # untouched
+    assert main([*argv, "--resume", "--force"]) == 2
+    capsys.readouterr()
+    assert main([*argv, "--force"]) == 0
+    assert not stale.exists()
+    assert len((out / "history.jsonl").read_text().splitlines()) == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["train", "ddqn", "--config", str(cfg), "--out", str(empty)]) == 0
+
+
 def test_online_phase_keeps_learning_within_its_bounds(tmp_path: Path) -> None:
     out = tmp_path / "run"
     train(config(3, seed=2), out, progress=False)

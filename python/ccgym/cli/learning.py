@@ -37,6 +37,11 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
         "--resume", action="store_true", help="continue from the run folder's checkpoint.pt"
     )
     p.add_argument(
+        "--force",
+        action="store_true",
+        help="clear the run folder first if it holds another run (without --resume)",
+    )
+    p.add_argument(
         "--ray",
         metavar="ADDRESS",
         help="Ray-based trainers (impala): run on this Ray cluster instead of a local Ray",
@@ -103,6 +108,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.config is None and not args.resume:
         raise ScenarioError("ccgym train: give --config FILE (or --resume with --out DIR)")
     out = Path(args.out) if args.out else Path("runs") / args.name
+    fresh_run_folder(out, resume=args.resume, force=getattr(args, "force", False))
     # --resume: the config saved in the checkpoint, with --config (if given) merged over it.
     kwargs = {}
     if getattr(args, "ray", None):
@@ -114,6 +120,35 @@ def cmd_train(args: argparse.Namespace) -> int:
     result = module.train_from_config(args.config, out, resume=args.resume, **kwargs)
     print(json.dumps(result, indent=2, default=str))
     return 0
+
+
+def fresh_run_folder(out: Any, *, resume: bool, force: bool) -> None:
+    """Refuses to start a new run in a folder that holds something (another run's
+    ``history.jsonl`` would be overwritten and its checkpoints mixed with the new ones):
+    ``--resume`` continues it, ``--force`` clears it first, an empty or missing folder is fine.
+    """
+    import shutil
+
+    if resume:
+        if force:
+            raise ScenarioError("ccgym train: --force clears the run folder; not with --resume")
+        return
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ScenarioError(f"ccgym train: --out {out} is a file, not a run folder")
+    if not any(out.iterdir()):
+        return
+    if not force:
+        raise ScenarioError(
+            f"ccgym train: the run folder {out} is not empty (another run?); continue that run "
+            "with --resume, give another --out, or add --force to clear it first"
+        )
+    for item in out.iterdir():
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item)
+        else:
+            item.unlink()
 
 
 def _record(policy: dict[str, Any], scenarios: Sequence[str], sets: Sequence[str]) -> Any:
