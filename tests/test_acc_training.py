@@ -237,6 +237,40 @@ def test_bad_configs_name_the_key(change: dict[str, Any], field: str, tmp_path: 
         train(cfg, tmp_path / "bad", progress=False)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[train]\nepisdoes = 1\n",
+            "unknown key in [train]: 'episdoes' (did you mean 'episodes'?)",
+        ),
+        ("[trian]\nepisodes = 1\n", "unknown section 'trian' (did you mean 'train'?)"),
+        ("[onlin]\nlr = 1e-5\n", "unknown section 'onlin' (did you mean 'online'?)"),
+        ("[ddqn]\nlearning_rat = 0.1\n", "unknown keys (did you mean 'learning_starts'?)"),
+    ],
+)
+def test_unknown_config_sections_and_keys_are_refused(
+    text: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every trainer's config is strict (one line naming the file and the key, and the closest
+    known one), not only [ddqn]: a typo would otherwise silently train with the default."""
+    from ccgym.cli import main
+
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    for trainer in ("ddqn", "ppo") if "ddqn" not in text else ("ddqn",):
+        if trainer == "ppo" and "onlin" in text:
+            continue
+        code = main(["train", trainer, "--config", str(cfg), "--out", str(tmp_path / trainer)])
+        err = capsys.readouterr().err.strip()
+        assert code != 0 and "\n" not in err, err
+        if trainer == "ddqn":
+            assert message in err and (str(cfg) in err or "ddqn config" in err), err
+        else:
+            assert str(cfg) in err and "did you mean" in err, err
+    assert not (tmp_path / "ddqn" / "history.jsonl").exists()
+
+
 def test_the_episode_loop_answers_flow_agents_through_a_flow_policy() -> None:
     """Learned hosts under learned switches: flow agents answered by a Python policy."""
     from ccgym.acc.driver import acc_scenario

@@ -94,9 +94,13 @@ def check_config(config: Mapping[str, Any]) -> None:
         raise _config_error(
             "train.keep_checkpoints", tr["keep_checkpoints"], "must be true or false"
         )
-    unknown = set(config["ddqn"]) - set(DDQNSettings.__dataclass_fields__)
+    unknown = sorted(set(config["ddqn"]) - set(DDQNSettings.__dataclass_fields__))
     if unknown:
-        raise _config_error("ddqn", sorted(unknown), "unknown keys")
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], list(DDQNSettings.__dataclass_fields__), 1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise _config_error("ddqn", unknown, f"unknown keys{hint}")
     DDQNSettings.from_dict(config["ddqn"])
     scen = config["scenarios"]
     if not isinstance(scen, list) or not scen:

@@ -11,6 +11,7 @@ rebuilds the networks it saved; a config given then only changes what it names (
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import os
 import sys
@@ -25,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["CONFIG_DIR", "ConfigSource", "load_config", "merge_config", "read_config"]
+__all__ = ["CONFIG_DIR", "ConfigSource", "check_keys", "load_config", "merge_config", "read_config"]
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 """Bundled training configs (``ccgym/configs/<name>.toml``)."""
@@ -82,7 +83,45 @@ def read_config(source: ConfigSource) -> dict[str, Any]:
     return config
 
 
+FREE_TABLES = frozenset({"agent", "deploy_agent"})
+"""Tables whose keys are not checked against the defaults: the ``[agent]`` table goes to the
+simulator, which checks it. A table whose default is empty (``[ddqn]``) is checked by its
+trainer."""
+
+
+def _unknown(name: str, what: str, key: str, known: list[str]) -> ScenarioError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ScenarioError(
+        f"training config {name}: unknown {what} {key!r}{hint}; known: {', '.join(known)}"
+    )
+
+
+def check_keys(config: Mapping[str, Any], defaults: Mapping[str, Any], name: str) -> None:
+    """Training configs are strict, as scenarios and suite files are: a section or a key that
+    the trainer's defaults do not have is a mistake (``[trian]``, ``episdoes``) that would
+    otherwise silently train with the default. Raises :class:`~ccgym.ScenarioError` naming the
+    config, the key and the closest known one."""
+    for section, value in config.items():
+        if section not in defaults:
+            raise _unknown(name, "section", section, list(defaults))
+        default = defaults[section]
+        if section in FREE_TABLES or not isinstance(default, Mapping) or not default:
+            continue
+        if not isinstance(value, Mapping):
+            raise ScenarioError(f"training config {name}: [{section}] must be a table")
+        for key in value:
+            if key not in default:
+                raise _unknown(name, f"key in [{section}]:", key, list(default))
+
+
 def load_config(config: ConfigSource | None, defaults: Mapping[str, Any]) -> dict[str, Any]:
     """The full config of a run: ``config`` (see :func:`read_config`; None: nothing) merged
-    over ``defaults`` (a trainer's ``DEFAULT_CONFIG``, or a checkpoint's config on resume)."""
-    return merge_config(defaults, None if config is None else read_config(config))
+    over ``defaults`` (a trainer's ``DEFAULT_CONFIG``, or a checkpoint's config on resume).
+    Sections and keys the defaults do not have are refused (:func:`check_keys`)."""
+    if config is None:
+        return merge_config(defaults, None)
+    given = read_config(config)
+    name = "(dict)" if isinstance(config, Mapping) else str(config)
+    check_keys(given, defaults, name)
+    return merge_config(defaults, given)
