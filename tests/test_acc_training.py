@@ -271,6 +271,24 @@ def test_unknown_config_sections_and_keys_are_refused(
     assert not (tmp_path / "ddqn" / "history.jsonl").exists()
 
 
+def test_resume_warns_of_changed_settings_and_names_a_network_change(tmp_path: Path) -> None:
+    """--resume with a config: a warning lists the settings that differ from the checkpoint's;
+    one that changes the Q-network (queue_history) is a one-line error naming it, not torch's
+    size mismatch."""
+    from ccgym._errors import ResumeConfigWarning, ScenarioError
+
+    out = tmp_path / "run"
+    train(config(1), out, progress=False)
+    with pytest.warns(ResumeConfigWarning, match=r"train\.episodes = 1 -> 2"):
+        train({"train": {"episodes": 2}}, out, resume=True, progress=False)
+    changed = {"agent": {"queue_history": 2}}
+    with (
+        pytest.raises(ScenarioError, match=r"agent\.queue_history = 3 in the checkpoint, 2 now"),
+        pytest.warns(ResumeConfigWarning),
+    ):
+        train(changed, out, resume=True, progress=False)
+
+
 def test_the_episode_loop_answers_flow_agents_through_a_flow_policy() -> None:
     """Learned hosts under learned switches: flow agents answered by a Python policy."""
     from ccgym.acc.driver import acc_scenario

@@ -30,6 +30,11 @@ class CorruptFileWarning(UserWarning):
     run again, a torn last line of a training history is dropped); the message names it."""
 
 
+class ResumeConfigWarning(UserWarning):
+    """A resumed training run's config given changes settings of its checkpoint's config;
+    the message lists them (shown as one ``warning:`` line by the command line)."""
+
+
 class PerfError(RuntimeError):
     """A benchmark child process of ``ccgym perf`` failed (:mod:`ccgym.perf` raises it; it is
     defined here so that the command line can catch it without importing the benchmark)."""

@@ -220,7 +220,13 @@ def train(
 
     from ccgym.agents.ddqn import DDQN, DDQNSettings
     from ccgym.train.config import load_config
-    from ccgym.train.loop import read_checkpoint, rng_state, seed_everything, set_rng_state
+    from ccgym.train.loop import (
+        read_checkpoint,
+        rng_state,
+        seed_everything,
+        set_rng_state,
+        warn_config_changes,
+    )
 
     out = Path(out_dir)
     ckpt_path = out / "checkpoint.pt"
@@ -232,6 +238,7 @@ def train(
         if ckpt["algorithm"] != ALGORITHM:
             raise ValueError(f"{ckpt_path} is a {ckpt['algorithm']} checkpoint, not {ALGORITHM}")
         config = load_config(config_source, ckpt["config"])
+        warn_config_changes(ckpt["config"], config, out)
     else:
         config = load_config(config_source, DEFAULT_CONFIG)
     check_config(config)
@@ -247,6 +254,7 @@ def train(
     history = out / "history.jsonl"
     episode, wall0 = 0, 0.0
     if ckpt is not None:
+        _check_same_network(ckpt, config, learner, out)
         learner.load_state_dict(ckpt["model"])
         _restore_replay(learner, ckpt["extra"]["replay"])
         set_rng_state(ckpt["rng"], rng)
@@ -328,6 +336,39 @@ def train(
         "policy": str(out / "policy.json"),
         "checkpoint": str(ckpt_path),
     }
+
+
+NETWORK_KEYS = (("agent", "queue_history"), ("ddqn", "hidden"))
+"""The config keys that set the Q-network's shape (observation width, hidden layers)."""
+
+
+def _check_same_network(
+    ckpt: Mapping[str, Any], config: Mapping[str, Any], learner: Any, where: Path
+) -> None:
+    """On resume: a config given that changes the checkpoint's Q-network is a one-line
+    :class:`~ccgym.ScenarioError` naming the keys, not torch's size-mismatch error."""
+    from ccgym._errors import ScenarioError
+    from ccgym.agents.ddqn import DDQNSettings
+
+    saved = {k: tuple(v.shape) for k, v in ckpt["model"]["q"].items()}
+    built = {k: tuple(v.shape) for k, v in learner.q.state_dict().items()}
+    if saved == built:
+        return
+    defaults = {"hidden": list(DDQNSettings().hidden)}
+    changed = []
+    for table, key in NETWORK_KEYS:
+        a = ckpt["config"].get(table, {}).get(key, defaults.get(key))
+        b = config.get(table, {}).get(key, defaults.get(key))
+        if a != b:
+            changed.append(
+                f"{table}.{key} = {json.dumps(a)} in the checkpoint, {json.dumps(b)} now"
+            )
+    keys = "; ".join(changed) or "no config key (another version of ccgym?)"
+    raise ScenarioError(
+        f"resume: the config given changes the Q-network of the checkpoint in {where}: {keys}. "
+        "A run resumes with its own network: leave these keys out of the config given, or "
+        "train the new network in another run folder"
+    )
 
 
 def kept_path(out_dir: str | os.PathLike[str], episode: int) -> Path:

@@ -26,6 +26,7 @@ from ccgym._errors import (
     CorruptFileWarning,
     InternalError,
     PerfError,
+    ResumeConfigWarning,
     ScenarioError,
 )
 from ccgym.cli import acc, bench, learning, perf, run, validate
@@ -88,7 +89,8 @@ ShowWarning = Callable[[Warning | str, type[Warning], str, int, TextIO | None, s
 
 
 def _one_line_warnings(
-    fallback: ShowWarning, one_line: tuple[type[Warning], ...] = (CorruptFileWarning,)
+    fallback: ShowWarning,
+    one_line: tuple[type[Warning], ...] = (CorruptFileWarning, ResumeConfigWarning),
 ) -> ShowWarning:
     """A ``warnings.showwarning`` for the command line: ccgym's own warnings (a damaged file
     skipped or repaired, or the ``one_line`` categories) as one yellow ``warning: ...`` line,
@@ -122,7 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_command(
-    args: argparse.Namespace, one_line: tuple[type[Warning], ...] = (CorruptFileWarning,)
+    args: argparse.Namespace,
+    one_line: tuple[type[Warning], ...] = (CorruptFileWarning, ResumeConfigWarning),
 ) -> int:
     """Runs a parsed command, ``args.func(args)``, as the ``ccgym`` command does: user mistakes
     (:class:`ScenarioError`, :class:`CorruptFileError`, :class:`OSError`) as one ``error: ...``

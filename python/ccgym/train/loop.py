@@ -49,7 +49,7 @@ import torch
 from torch import nn
 
 from ccgym import policies
-from ccgym._errors import CorruptFileError, CorruptFileWarning, ScenarioError
+from ccgym._errors import CorruptFileError, CorruptFileWarning, ResumeConfigWarning, ScenarioError
 from ccgym.agent_defaults import AGENT_DEFAULTS
 from ccgym.train.config import ConfigSource, load_config, merge_config
 from ccgym.train.networks import policy_step
@@ -394,6 +394,22 @@ def _config_changes(
     return changes
 
 
+def warn_config_changes(
+    saved: Mapping[str, Any], config: Mapping[str, Any], where: Path, stacklevel: int = 3
+) -> dict[str, tuple[Any, Any]]:
+    """On resume: warns (one line) listing every setting of ``config`` (the checkpoint's config
+    with the given one merged over it) that differs from the checkpoint's own; returns them."""
+    changes = _config_changes(saved, config)
+    if changes:
+        listed = "; ".join(f"{k} = {_show(a)} -> {_show(b)}" for k, (a, b) in changes.items())
+        warnings.warn(
+            f"resume: the config given changes settings of the checkpoint in {where}: {listed}",
+            ResumeConfigWarning,
+            stacklevel=stacklevel,
+        )
+    return changes
+
+
 def _with_value(config: Mapping[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     """A copy of ``config`` with the value at ``dotted`` (``agent.action``) set to ``value``."""
     *tables, leaf = dotted.split(".")
@@ -661,6 +677,7 @@ def train(
         ckpt = _resume_checkpoint(out, name)
         # The checkpoint's own config rebuilds the networks it saved.
         cfg = load_config(config, ckpt["config"])
+        warn_config_changes(ckpt["config"], cfg, out)
     else:
         cfg = load_config(config, defaults)
     train_cfg = cfg["train"]
