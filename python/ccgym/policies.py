@@ -807,13 +807,15 @@ def evaluate(
     scenario: str | Mapping[str, Any],
     *,
     overrides: Iterable[str] | None = None,
-    precision: str = "float32",
+    precision: str | None = None,
     agent: Mapping[str, Any] | None = None,
     progress: bool = False,
 ) -> Any:
     """Run a scenario with every flow on the native ``policy``; returns a :class:`ccgym.Result`.
 
-    ``overrides`` apply to the scenario first (``"duration=50ms"``, ``"seed=2"``).
+    ``overrides`` apply to the scenario first (``"duration=50ms"``, ``"seed=2"``). ``precision``
+    None: the scenario's ``agent.precision`` (an override may set it), else float32
+    (:func:`use_policy`).
     """
     from ccgym.runner import run
     from ccgym.scenario import load_scenario

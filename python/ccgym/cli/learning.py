@@ -81,7 +81,12 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     p.add_argument(
         "scenarios", nargs="+", type=path_arg, metavar="SCENARIO", help="TOML file or bundled name"
     )
-    p.add_argument("--precision", choices=["float32", "int8"], default="float32")
+    p.add_argument(
+        "--precision",
+        choices=["float32", "int8"],
+        default=None,
+        help="native precision (default: the scenario's agent.precision, else float32)",
+    )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario value")
     p.add_argument("--seed", type=int, metavar="N", help="shorthand for --set seed=N")
     p.add_argument(
@@ -210,7 +215,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
     path = policies.policy_path(args.policy)
-    label = f"{args.policy} ({args.precision})"
+    label = f"{args.policy} ({args.precision or _set_precision(overrides) or 'float32'})"
     out = stdout()
     progress = not args.quiet and Console(stderr=True).is_terminal
     rows = []
@@ -231,3 +236,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     base.save(Path(args.out) / f"{Path(scenario).stem}-{cc}")
     out.print(eval_table(rows))
     return 0
+
+
+def _set_precision(overrides: list[str]) -> str | None:
+    """The last ``agent.precision=...`` among ``--set`` overrides, for the table's label."""
+    found = None
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key.strip() == "agent.precision":
+            found = value.strip().strip("'\"")
+    return found
