@@ -109,8 +109,9 @@ impl Simulation {
         // restarts the timer, so a window with more holes than a timeout's
         // worth of round trips ends in a timeout instead of being repaired
         // one hole per round trip.
-        let impatient = f.tcp.first_partial_ack_timer
-            && f.path.transport == Transport::Tcp
+        // (The transport first: other flows never read `f.tcp`'s line here.)
+        let impatient = f.path.transport == Transport::Tcp
+            && f.tcp.first_partial_ack_timer
             && sack_blocks.is_none()
             && f.tcp.partial_acked
             && f.tcp.recover.is_some_and(|r| seq < r);
