@@ -20,6 +20,7 @@ from ccgym.bench.tables import (
     csv_text,
     load_published,
     markdown_table,
+    paper_method,
     table_spec,
 )
 from ccgym.result import Result
@@ -311,6 +312,38 @@ def test_long_short_published_numbers() -> None:
     assert pub["ls-2048"]["dcqcn"] == "fails at scale"
     for n in (2, 128, 1024, 2048):
         assert all(len(v) == 3 for v in pub[f"ls-{n}"].values() if isinstance(v, list))
+
+
+def test_published_numbers_only_for_the_bundled_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's policy file called adpg-*.json (or even adpg-default.json) is not the paper's ADPG:
+    no published numbers beside it; the bundled adpg-default, by name or by path, keeps them."""
+    from ccgym.policies import POLICY_DIR
+
+    bundled = POLICY_DIR / "adpg-default.json"
+    mine = tmp_path / "adpg-mine.json"
+    mine.write_text(bundled.read_text())
+    (tmp_path / "adpg-default.json").write_text(bundled.read_text())
+    (tmp_path / "hpcc.json").write_text(bundled.read_text())
+    methods = [
+        f"policy:{mine}",
+        f"policy:{tmp_path / 'adpg-default.json'}",
+        f"policy:{tmp_path / 'hpcc.json'}",
+        "policy:adpg-default",
+        "policy:adpg-default.json",
+        f"policy:{bundled}",
+        "hpcc",
+    ]
+    records = [_record("long-short 2", m, RT=1e-3, LBW=97.0, DR=0.0) for m in methods]
+    rows = build_rows(records, spec=LONG_SHORT)
+    assert [r["published"] for r in rows] == [None, None, None, *[[6e-7, 0, 97]] * 3, [3e-5, 0, 90]]
+    md = markdown_table(rows[:1], "ls", LONG_SHORT)
+    assert "6e-07 / 0 / 97" not in md
+    # A file in the working folder shadows the bundled name, as when the bench runs it.
+    monkeypatch.chdir(tmp_path)
+    assert paper_method("policy:adpg-default.json") is None
+    assert paper_method("policy:adpg-mine") is None
 
 
 def test_long_short_table() -> None:

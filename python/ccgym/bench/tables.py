@@ -351,11 +351,36 @@ def load_published(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
     return tomllib.loads(Path(path or PUBLISHED_FILE).read_text())
 
 
-def paper_method(method: str) -> str:
-    """The published method a ccgym method compares with: ``policy:adpg-*`` -> ``adpg``."""
-    name = method.split(":", 1)[1] if method.startswith("policy:") else method
-    name = Path(name).stem.lower()
-    return "adpg" if name.startswith("adpg") else name
+PAPER_POLICIES = {"adpg-default": "adpg"}
+"""Bundled policies that stand for a published method: bundled name -> published method. Only
+these files get the paper's numbers; a user's policy never does, whatever its file is called."""
+
+
+def bundled_policy_name(spec: str) -> str | None:
+    """The bundled policy a ``policy:`` method's ``NAME|PATH`` runs, or None for a user's file.
+
+    Resolved as :func:`ccgym.policies.policy_path` does: an existing file first (bundled only when
+    it is the package's own file), else a bundled name with or without ``.json``.
+    """
+    from ccgym.policies import POLICY_DIR
+
+    path = Path(spec)
+    if path.is_file():
+        path = path.resolve()
+        return path.stem if path.parent == POLICY_DIR.resolve() else None
+    name = spec.removesuffix(".json")
+    if "/" in spec or "\\" in spec or not (POLICY_DIR / f"{name}.json").is_file():
+        return None
+    return name
+
+
+def paper_method(method: str) -> str | None:
+    """The published method a ccgym method compares with: a CC name in lower case, the bundled
+    ``policy:adpg-default`` -> ``adpg``; None for any other ``policy:`` method (a user's policy,
+    even one called ``adpg-*.json``, has no published numbers)."""
+    if not method.startswith("policy:"):
+        return method.lower()
+    return PAPER_POLICIES.get(bundled_policy_name(method.split(":", 1)[1]) or "")
 
 
 def _finite(x: Any) -> float | None:
@@ -392,7 +417,8 @@ def build_rows(
             row[f"{key}_min"] = min(vals) if vals else None
             row[f"{key}_max"] = max(vals) if vals else None
         table = published.get(recs[0].get("published") or "", {})
-        row["published"] = table.get(paper_method(method))
+        paper = paper_method(method)
+        row["published"] = None if paper is None else table.get(paper)
         rows.append(row)
     by_scenario: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
