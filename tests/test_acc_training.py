@@ -306,3 +306,54 @@ def test_the_episode_loop_answers_flow_agents_through_a_flow_policy() -> None:
 
     stats = run_queue_episode(data, learner, train=False, flow_policy=keep_rate)
     assert stats.decisions == 99 and sum(seen) > 0
+
+
+def test_acc_eval_online_uses_the_policys_own_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ccgym acc-eval --online` without --config: the bundled acc-default learns with its own
+    config's [online] (learning_starts 2000, as the acc suite's ACC online), not the built-in
+    256; a run folder's policy.json with its config.json; any other file with the defaults and a
+    one-line warning saying which."""
+    from types import SimpleNamespace
+
+    import ccgym.acc.training as training
+    from ccgym.bench.acc_suite import ONLINE_CONFIG
+    from ccgym.cli import main
+    from ccgym.train.config import read_config
+
+    seen: list[Any] = []
+
+    def fake_run_policy(policy: Any, scenario: Any, overrides: Any, **kw: Any) -> Any:
+        seen.append(kw["config"])
+        return SimpleNamespace(metrics={}), SimpleNamespace(learner_steps=0)
+
+    monkeypatch.setattr(training, "run_policy", fake_run_policy)
+    bundled = policies.POLICY_DIR / "acc-default.json"
+    for spec in ("acc-default", str(bundled)):
+        assert main(["acc-eval", "acc-websearch", "--online", "--policy", spec]) == 0
+        on = training.online_settings(seen[-1])
+        assert on == training.online_settings(read_config(ONLINE_CONFIG))
+        assert on["learning_starts"] == 2000
+        assert "warning" not in capsys.readouterr().err
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "policy.json").write_text(bundled.read_text())
+    (run / "config.json").write_text(json.dumps({"online": {"learning_starts": 77}}))
+    assert (
+        main(["acc-eval", "acc-websearch", "--online", "--policy", str(run / "policy.json")]) == 0
+    )
+    assert training.online_settings(seen[-1])["learning_starts"] == 77
+    assert "warning" not in capsys.readouterr().err
+
+    mine = tmp_path / "mine.json"
+    mine.write_text(bundled.read_text())
+    assert main(["acc-eval", "acc-websearch", "--online", "--policy", str(mine)]) == 0
+    assert seen[-1] is None
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "built-in [online] defaults" in err and "learning_starts 256" in err
+    # Greedy runs need no config and say nothing.
+    assert main(["acc-eval", "acc-websearch", "--policy", str(mine)]) == 0
+    assert capsys.readouterr().err == ""

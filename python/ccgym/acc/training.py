@@ -466,6 +466,41 @@ def policy_agent(policy: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str
     return agent
 
 
+def policy_config(
+    policy: str | os.PathLike[str],
+) -> tuple[dict[str, Any] | None, Path | None]:
+    """The training config a policy file came with, for its online phase when no config is
+    given, and the file it was read from:
+
+    * a bundled policy (``acc-default``, by name or by its bundled path): the config bundled beside
+      it (``ccgym/policies/NAME.toml``, a copy of ``ccgym/configs/NAME.toml`` at training time),
+      else ``ccgym/configs/NAME.toml``;
+    * the ``policy.json`` of a ``ccgym train ddqn`` run folder: the ``config.json`` written beside
+      it;
+    * else ``(None, None)``: :data:`DEFAULT_CONFIG`'s ``[online]`` applies.
+    """
+    from ccgym.bench.tables import bundled_policy_name
+    from ccgym.policies import POLICY_DIR
+    from ccgym.train.config import CONFIG_DIR, read_config
+
+    name = bundled_policy_name(os.fspath(policy))
+    if name is not None:
+        for path in (POLICY_DIR / f"{name}.toml", CONFIG_DIR / f"{name}.toml"):
+            if path.is_file():
+                return read_config(path), path
+        return None, None
+    path = Path(policy)
+    beside = path.with_name("config.json")
+    if path.is_file() and path.name == "policy.json" and beside.is_file():
+        return read_config(beside), beside
+    return None, None
+
+
+def online_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``[online]`` settings of ``config`` over :data:`DEFAULT_CONFIG`'s."""
+    return {**DEFAULT_CONFIG["online"], **dict((config or {}).get("online") or {})}
+
+
 def run_policy(
     policy: Mapping[str, Any] | str | os.PathLike[str],
     scenario: Any,
@@ -499,7 +534,9 @@ __all__ = [
     "episode_scenario",
     "export_policy",
     "obs_dim",
+    "online_settings",
     "policy_agent",
+    "policy_config",
     "policy_learner",
     "run_policy",
     "train",

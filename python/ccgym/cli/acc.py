@@ -25,10 +25,17 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--online",
         action="store_true",
-        help="keep learning during the run (epsilon and learning rate from --config's [online])",
+        help="keep learning during the run (epsilon, learning rate, learning_starts from the"
+        " [online] of --config, else of the config the policy was trained with: acc-default's"
+        " is python/ccgym/policies/acc-default.toml)",
     )
     p.add_argument(
-        "--config", type=path_arg, metavar="FILE", help="training config for --online (TOML)"
+        "--config",
+        type=path_arg,
+        metavar="FILE",
+        help="training config for --online (TOML, or a run folder's config.json); default: the"
+        " policy's own (bundled beside it, or config.json beside a run folder's policy.json),"
+        " else the built-in [online] defaults, with a warning",
     )
     p.add_argument(
         "--queues", default="all", help="switch ports with an agent: all, a tier (leaf, spine)"
@@ -39,6 +46,16 @@ def register(sub: Any, debug: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_acc_eval)
 
 
+def _warn(text: str) -> None:
+    """One yellow ``warning: ...`` line on stderr."""
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        Text(f"warning: {text}", style="yellow")
+    )
+
+
 def cmd_acc_eval(args: argparse.Namespace) -> int:
     """``ccgym acc-eval SCENARIO...``: one ACC run per scenario, its table metrics printed."""
     from pathlib import Path
@@ -46,7 +63,7 @@ def cmd_acc_eval(args: argparse.Namespace) -> int:
     import torch
     from rich.table import Table
 
-    from ccgym.acc.training import run_policy
+    from ccgym.acc.training import online_settings, policy_config, run_policy
     from ccgym.train.config import read_config
 
     torch.set_num_threads(1)  # a tiny MLP: more threads only spin
@@ -54,6 +71,16 @@ def cmd_acc_eval(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
     config = read_config(args.config) if args.config else None
+    if args.online and config is None:
+        config, source = policy_config(args.policy)
+        if source is None:
+            on = online_settings(None)
+            _warn(
+                f"--online without --config: {args.policy} is not a bundled policy nor a run"
+                " folder's policy.json, so the built-in [online] defaults apply (epsilon"
+                f" {on['epsilon']:g}, lr {on['lr']:g}, learning_starts {on['learning_starts']});"
+                " pass --config FILE to use its training config"
+            )
     table = Table(title=f"ccgym acc-eval {args.policy}" + (" (online)" if args.online else ""))
     keys = ("mice_mean_us", "mice_p99_us", "eleph_mean_us", "util", "q_mean_kb", "q_p99_kb")
     keys += ("pfc_pauses", "agent_reward")
