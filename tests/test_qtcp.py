@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 
+from ccgym import ScenarioError
 from ccgym.bench.qtcp import report_section as qtcp_report_section
 from ccgym.bench.qtcp import trace_figure
 from ccgym.qtcp import (
@@ -516,3 +517,25 @@ def test_learners_of_another_variant_are_refused(tmp_path, capsys) -> None:
         load_learners(old, QTCP_AIMD)
     with pytest.raises(ScenarioError, match="3 actions, QTCP variant 'two' has 2"):
         load_learners(old, dataclasses.replace(QTCP, name="two", per_ack=(1.0, -1.0)))
+
+
+def test_keep_cc_without_agent_flows_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """cc=None (``--keep-cc``) on a scenario none of whose flows is an agent flow would run with
+    no decision at all: it is refused before the run, in one line naming the way out."""
+    from ccgym.qtcp.__main__ import main
+    from ccgym.qtcp.driver import has_agent_flows
+
+    data, _ = load_scenario("qtcp-fixed")
+    assert not has_agent_flows(data)
+    with pytest.raises(ScenarioError, match='no flow with cc = "agent"'):
+        run_qtcp(data, QTCP_AIMD, cc=None, seed=1)
+    assert main(["qtcp-fixed", "--keep-cc", "--set", "duration=1s"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--keep-cc" in err
+    data["workload"][0]["flows"][1]["cc"] = {"algorithm": "agent"}
+    assert has_agent_flows(data)
+    data["workload"][0]["flows"][1].pop("cc")
+    data["workload"][0]["cc"] = {"algorithm": "agent"}
+    assert has_agent_flows(data)
+    data["workload"][0]["flows"][0]["cc"] = {"algorithm": "cubic"}
+    assert has_agent_flows(data)  # flow 1 still takes the workload's agent

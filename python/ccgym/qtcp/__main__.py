@@ -49,7 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--save-learners", type=path_arg, metavar="FILE.npz", help="write the learners at the end"
     )
-    p.add_argument("--keep-cc", action="store_true", help="only the scenario's agent flows learn")
+    p.add_argument(
+        "--keep-cc",
+        action="store_true",
+        help='keep the scenario\'s CCs: only its cc = "agent" flows learn (none: refused)',
+    )
     p.add_argument(
         "--out", type=path_arg, metavar="DIR", help="write the result and decisions.npz here"
     )

@@ -45,6 +45,7 @@ __all__ = [
     "QtcpConfig",
     "QtcpRun",
     "agent_table",
+    "has_agent_flows",
     "load_learners",
     "qtcp_scenario",
     "run_qtcp",
@@ -231,6 +232,31 @@ def qtcp_scenario(
     return data, base
 
 
+def _algorithm(cc: Any) -> str | None:
+    """The algorithm of a ``cc`` table (None: not given)."""
+    if isinstance(cc, Mapping):
+        return str(cc.get("algorithm", "line_rate"))
+    return None
+
+
+def has_agent_flows(data: Mapping[str, Any]) -> bool:
+    """Whether some flow of the scenario ``data`` runs ``cc = "agent"`` (its own ``cc``, else its
+    workload's, else the scenario's ``[cc]``)."""
+    top = _algorithm(data.get("cc")) or "line_rate"
+    for w in data.get("workload") or []:
+        if not isinstance(w, Mapping):
+            continue
+        wcc = _algorithm(w.get("cc")) or top
+        flows = w.get("flows")
+        if isinstance(flows, list) and flows:
+            own = [_algorithm(f.get("cc")) if isinstance(f, Mapping) else None for f in flows]
+            if any((alg or wcc) == "agent" for alg in own):
+                return True
+        elif wcc == "agent":
+            return True
+    return False
+
+
 def run_qtcp(
     scenario: Any,
     config: QtcpConfig | str = QTCP,
@@ -252,11 +278,19 @@ def run_qtcp(
         learners: learners to start from (one per flow id, or one shared), e.g. from
             :func:`load_learners`; flows without one get a fresh learner.
         cc: ``"agent"``: every flow is a QTCP flow; ``None``: only the flows whose ``cc`` is
-            ``agent`` are (the others keep their CC, for mixes with NewReno or CUBIC).
+            ``agent`` are (the others keep their CC, for mixes with NewReno or CUBIC); a
+            scenario without such a flow is then refused (:class:`ScenarioError`), not run with
+            no decisions.
         learn: False freezes the learners (greedy actions, no updates).
     """
     config = variant(config)
     data, base = qtcp_scenario(scenario, config, overrides=overrides, cc=cc)
+    if cc is None and not has_agent_flows(data):
+        raise ScenarioError(
+            'the scenario has no flow with cc = "agent" to learn, and cc=None (--keep-cc) keeps'
+            f" every flow's own CC ({_algorithm(data.get('cc')) or 'line_rate'} ...): give some"
+            ' flows cc = { algorithm = "agent" }, or drop --keep-cc to make every flow QTCP'
+        )
     if seed is not None:
         data["seed"] = seed
     run_seed = int(data.get("seed", 1))
