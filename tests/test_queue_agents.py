@@ -7,6 +7,7 @@ A 3-to-1 incast of DCTCP flows on a star; the switch port towards the receiver i
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -298,3 +299,38 @@ def test_keep_profile_actions_read_the_profile_in_force() -> None:
     obs = np.zeros((3, NF * 2), np.float32)
     obs[:, -NF + QUEUE_FEATURES.index("ecn_profile")] = [0.0, 0.5, 1.0]
     assert keep_profile_actions({"ecn_profiles": three}, obs).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_pettingzoo_errors_name_queue_agents_as_env_agents_does() -> None:
+    """A refused queue-agent action names the agent as ``env.agents`` does
+    (``queue_sw0->h0_q1``), not by the simulator's index (``queue agent 0``)."""
+    pytest.importorskip("pettingzoo")
+    from ccgym.env import CcParallelEnv
+
+    env = CcParallelEnv(scenario(), interval="10us")
+    env.reset(seed=3)
+    queue = "queue_sw0->h0_q1"
+    assert queue in env.agents
+    for bad, why in ((5, "is not an index into agent.ecn_profiles"), (float("nan"), "NaN")):
+        actions = {a: 0 for a in env.agents}
+        actions[queue] = bad
+        with pytest.raises(ValueError, match=f"^agent {re.escape(queue)}: action .*{why}") as e:
+            env.step(actions)
+        assert "queue agent 0" not in str(e.value)
+    env.step({a: 0 for a in env.agents})  # nothing was applied: the batch is answered now
+
+
+def test_pool_errors_name_the_queue_agent_of_each_simulation() -> None:
+    from ccgym.env.bridge import AgentPool
+
+    pool = AgentPool([scenario(), scenario({"queues": ["sw0->h1"]})], agent=None)
+    pool.step()
+    while not (pool.last_batches["queue"].request & (pool.last_batches["queue"].sim == 1)).any():
+        groups = pool.last_batches
+        pool.act({g: np.zeros(len(b), np.float32) for g, b in groups.items()})
+        pool.step()
+    queue = pool.last_batches["queue"]
+    actions = np.zeros(len(queue), np.float32)
+    actions[queue.sim == 1] = 7
+    with pytest.raises(ValueError, match=r"^simulation 1: agent queue_sw0->h1_q1: action 7"):
+        pool.act({"flow": np.zeros(len(pool.last_batch), np.float32), "queue": actions})

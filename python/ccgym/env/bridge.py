@@ -88,6 +88,9 @@ keys of the two batch groups never collide and share the (simulation, episode) p
 GROUPS = ("flow", "queue")
 """The agent bridge's batch groups, in the order :meth:`AgentPool.act` sends their actions."""
 
+_QUEUE_AGENT_ERROR = re.compile(r"^(simulation (\d+): )?queue agent (\d+):")
+"""The simulator's name of a switch-queue agent in an action error (its index)."""
+
 _ZERO = re.compile(r"^\s*[+]?0*(\.0*)?\s*([a-zA-Zµ]+)?\s*$")
 
 
@@ -788,10 +791,27 @@ class AgentPool:
             mine = self._raw_index[g] >= 0
             raw[self._raw_index[g][mine]] = per_group[g][mine]
             raws.append(raw)
-        self._pool.act(raws[0] if len(raws) == 1 else np.concatenate(raws))
+        try:
+            self._pool.act(raws[0] if len(raws) == 1 else np.concatenate(raws))
+        except ValueError as e:
+            raise ValueError(self._named_agent_error(str(e))) from None
         self._awaiting = False
         self._needs_action = False
         self._answered = True
+
+    def _named_agent_error(self, message: str) -> str:
+        """The simulator's refusal of an action with the switch-queue agent named as the
+        adapters name it (``"agent queue_sw0->h0_q1: ..."``, :meth:`queue_agent_names`) instead
+        of by its index (``"queue agent 0: ..."``)."""
+        m = _QUEUE_AGENT_ERROR.match(message)
+        if m is None:
+            return message
+        sim, agent = int(m.group(2) or 0), int(m.group(3))
+        try:
+            name = self.queue_agent_names(sim)[agent]
+        except (IndexError, RuntimeError, ValueError):
+            return message
+        return f"{m.group(1) or ''}agent {name}:{message[m.end() :]}"
 
     def counters(self) -> dict[str, float]:
         """Decisions, entries, batches, episodes and simulated seconds so far."""
