@@ -290,3 +290,37 @@ def test_tier_series_and_figure_follow_the_log(policy_file: Path) -> None:
     assert png[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="ecn_series"):
         tier_series({"ports": tables["ports"], "port_info": tables["port_info"]})
+
+
+@pytest.mark.parametrize(
+    ("recorded", "expected"),
+    [
+        ("all", ["sw0->h0", "sw0->h1", "sw0->h2", "sw0->h3"]),
+        (None, ["sw0->h0", "sw0->h1", "sw0->h2", "sw0->h3"]),
+        (["sw0->h2"], ["sw0->h2"]),
+    ],
+)
+def test_use_queue_policy_fills_the_queues_the_policy_was_trained_on(
+    tmp_path: Path, recorded: Any, expected: list[str]
+) -> None:
+    """A scenario without agent.queues gets the policy's recorded queues; a recorded "all" (what
+    ccgym train ddqn records by default), or nothing, is every switch port, which the simulator
+    takes (it refuses the string "all")."""
+    from ccgym.runner import run
+
+    meta_agent = {k: v for k, v in scenario()["agent"].items() if k != "queues"}
+    if recorded is not None:
+        meta_agent["queues"] = recorded
+    path = tmp_path / "q.json"
+    policies.save_policy(policies.mlp_policy(q_weights(), "none", meta={"agent": meta_agent}), path)
+    base = scenario()
+    del base["agent"]
+    data = policies.use_queue_policy(base, path)
+    loaded, _ = load_scenario(data)
+    assert loaded["agent"]["queues"] == expected
+    result = run(data)
+    # The policy changes the receiver port's profile during the run (sw0->h2 carries nothing).
+    assert (result.series["ecn"]["time_s"] > 0).any() == ("sw0->h0" in expected)
+    # The scenario's own choice wins, a tier name included.
+    mine, _ = load_scenario(policies.use_queue_policy(base, path, agent={"queues": "sw0"}))
+    assert mine["agent"]["queues"] == ["sw0->h0", "sw0->h1", "sw0->h2", "sw0->h3"]

@@ -7,6 +7,7 @@ The Rust side validates the scenario; this module only finds it, parses the TOML
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import sys
@@ -97,6 +98,7 @@ def load_scenario(
         apply_override(data, text)
     _resolve_workload_cdfs(data, base_dir)
     _resolve_queue_policy(data)
+    _resolve_policy_queues(data, base_dir)
     return data, base_dir
 
 
@@ -253,6 +255,34 @@ def _resolve_queue_policy(data: dict[str, Any]) -> None:
             f"{known or 'none'}; or give the path of a policy file)"
         )
     agent["queue_policy"] = str(path)
+
+
+def _resolve_policy_queues(data: dict[str, Any], base_dir: Path) -> None:
+    """The switch ports of a scenario whose ``agent.queue_policy`` names a queue policy: without
+    ``agent.queues``, the ports the policy was trained on (its ``meta.agent.queues``); a
+    ``"all"`` or tier name (``"leaf"``), given or recorded, or none at all, becomes the list of
+    those switch ports (:func:`ccgym.acc.driver.switch_ports`), which the simulator takes."""
+    agent = data.get("agent")
+    if not isinstance(agent, dict) or not isinstance(agent.get("queue_policy"), str):
+        return
+    which = agent.get("queues")
+    if which is None:
+        path = Path(agent["queue_policy"])
+        path = path if path.is_absolute() else base_dir / path
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8")).get("meta") or {}
+        except (OSError, ValueError, AttributeError):
+            return  # the simulator names the unreadable policy file
+        recorded = (meta.get("agent") or {}).get("queues") if isinstance(meta, dict) else None
+        which = recorded if recorded is not None else "all"
+    if isinstance(which, str):
+        from ccgym.acc.driver import switch_ports
+
+        try:
+            which = switch_ports(data, base_dir, which)
+        except ValueError as e:
+            raise ScenarioError(str(e)) from None
+    agent["queues"] = which
 
 
 def _resolve_workload_cdfs(data: dict[str, Any], base_dir: Path) -> None:
