@@ -415,6 +415,7 @@ def calibrate(
     positively homogeneous, so its hidden activations do too; clipping the rare huge values
     keeps the resolution where the policy's output is not saturated.
     """
+    check_int8_capable(policy)
     obs = np.atleast_2d(np.asarray(obs, dtype=np.float32))
     inputs = layer_inputs(policy, obs)
     if percentile is not None:
@@ -762,9 +763,15 @@ def record_observations(
     the agent bridge (``Simulation.agent_step``); at most ``max_obs`` observations are kept in
     total (a uniform random subset when there are more).
 
+    Every flow acts as it would with the policy run natively (:func:`chosen_actions`: the
+    argmax of a discrete policy's scores, the output of a continuous one).
+
     A switch-queue policy (:func:`is_queue_policy`: a DDQN Q-network of ACC) records the queue
     agents' observations instead, with every queue agent taking the policy's greedy choice
     (:func:`record_queue_observations`).
+
+    Raises:
+        ScenarioError: a recurrent policy (:func:`check_int8_capable`), which has no int8 form.
     """
     from ccgym.runner import native, scenario_json
     from ccgym.scenario import load_scenario
@@ -774,6 +781,7 @@ def record_observations(
         return record_queue_observations(
             pol, scenarios, overrides=overrides, max_obs=max_obs, seed=seed, agent=agent
         )
+    check_int8_capable(pol)
     sim_mod = native()
     chunks = []
     for spec in scenarios:
@@ -787,9 +795,35 @@ def record_observations(
             if len(obs):
                 live = ~(batch["done"] | batch["truncated"])
                 chunks.append(obs[live])
-                actions = forward(pol, obs)[:, 0] if len(obs) else np.zeros(0, np.float32)
-                sim.agent_act(np.ascontiguousarray(actions, dtype=np.float32))
+                sim.agent_act(np.ascontiguousarray(chosen_actions(pol, forward(pol, obs))))
     return _subsample(pol, chunks, max_obs, seed)
+
+
+def chosen_actions(policy: Mapping[str, Any], outputs: Any) -> np.ndarray:
+    """The actions the simulator takes from a batch of a policy's ``outputs`` (``(K, outputs)``,
+    e.g. from :func:`forward`), as float32 for ``agent_act``: of the first ``action_outputs``
+    outputs (all when the file does not say), the index of the largest score when there are
+    several (a discrete policy: ties and NaN as ``crates/sim/src/policy.rs``'s ``argmax``: the
+    lowest index, a NaN never wins), else the one output (a continuous action)."""
+    out = np.asarray(outputs, dtype=np.float32).reshape(len(outputs), -1)
+    n = int(policy.get("action_outputs") or out.shape[1])
+    scores = out[:, :n]
+    if n <= 1:
+        return np.ascontiguousarray(scores[:, 0] if n else np.zeros(len(out), np.float32))
+    scores = np.where(np.isnan(scores), np.float32(-np.inf), scores)
+    return np.argmax(scores, axis=1).astype(np.float32)
+
+
+def check_int8_capable(policy: Mapping[str, Any], what: str = "int8 calibration") -> None:
+    """Refuses a recurrent (version-2) policy for int8 work: its ``concat`` and ``lstm`` steps
+    run in float32 only (docs/mvfst.md), so there is nothing to calibrate, and its numpy
+    reference evaluates one agent's decisions in order, not a batch of agents. Raises
+    :class:`~ccgym.ScenarioError` (one line) saying so."""
+    if is_stepped(policy):
+        raise ScenarioError(
+            f"{what}: a recurrent policy (concat or lstm steps, e.g. MVFST-RL's) runs in "
+            "float32 only and has no int8 form; use it without int8 calibration"
+        )
 
 
 def _subsample(pol: Mapping[str, Any], chunks: list[Any], max_obs: int, seed: int) -> np.ndarray:

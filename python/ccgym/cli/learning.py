@@ -169,6 +169,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     policy = export_checkpoint(args.checkpoint)
     if args.calibrate:
+        # Before any simulation: a recurrent policy has no int8 form to calibrate.
+        policies.check_int8_capable(policy, "ccgym export --calibrate")
         obs = _record(policy, args.calibrate, args.calibrate_set)
         policy = policies.with_calibration(policy, obs)
         policy["meta"]["int8_calibration"]["scenarios"] = list(args.calibrate)
