@@ -13,9 +13,10 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["CONFIG_DIR", "ConfigSource", "check_keys", "load_config", "merge_config", "read_config"]
+__all__ = [
+    "CONFIG_DIR",
+    "VALUE_RULES",
+    "ConfigSource",
+    "check_keys",
+    "check_values",
+    "load_config",
+    "merge_config",
+    "parse_time_ps",
+    "read_config",
+]
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 """Bundled training configs (``ccgym/configs/<name>.toml``)."""
@@ -115,13 +126,255 @@ def check_keys(config: Mapping[str, Any], defaults: Mapping[str, Any], name: str
                 raise _unknown(name, f"key in [{section}]:", key, list(default))
 
 
+# --------------------------------------------------------------------------------------------
+# Values: type and range of the numeric settings
+
+_TIME_UNITS = {"ps": 1.0, "ns": 1e3, "us": 1e6, "µs": 1e6, "ms": 1e9, "s": 1e12, "": 1e12}
+
+
+def parse_time_ps(value: Any) -> float:
+    """A time as the scenario files write it (docs/scenarios.md, "Units";
+    ``crates/sim/src/units.rs`` ``parse_time``): a number of seconds, or a string such as
+    ``"20ms"``, ``"1.5 us"``, ``"2s"``; in picoseconds. Raises ValueError saying why not."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError('must be a time such as "20ms"')
+    if isinstance(value, str):
+        text = value.strip()
+        end = len(text)
+        for i, c in enumerate(text):
+            if not (c.isascii() and (c.isdigit() or c in ".-+eE")):
+                end = i
+                break
+        num, unit = text[:end], text[end:]
+        try:
+            v = float(num)
+        except ValueError:
+            if not num.endswith(("e", "E")):  # "1e" then a unit letter: the unit starts at e
+                raise ValueError("expected a number with a unit (ps, ns, us, ms, s)") from None
+            num, unit = text[: end - 1], text[end - 1 :]
+            try:
+                v = float(num)
+            except ValueError:
+                raise ValueError("expected a number with a unit (ps, ns, us, ms, s)") from None
+        unit = unit.strip()
+        if unit not in _TIME_UNITS:
+            raise ValueError(f"unknown time unit {unit!r} (use ps, ns, us, ms or s)")
+        ps = v * _TIME_UNITS[unit]
+    else:
+        ps = float(value) * 1e12
+    if not math.isfinite(ps):
+        raise ValueError("must be a finite time")
+    if ps < 0:
+        raise ValueError("must not be negative")
+    return ps
+
+
+Check = Callable[[Any, Any], "str | None"]
+"""A value rule: ``(value, default) -> why it is refused``, or None."""
+
+
+def _is_int(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or (
+        isinstance(v, float) and math.isfinite(v) and v.is_integer()
+    )
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _count(lo: int) -> Check:
+    def check(v: Any, default: Any) -> str | None:
+        return None if _is_int(v) and v >= lo else f"must be an integer >= {lo}"
+
+    return check
+
+
+def _real(lo: float | None = None, hi: float | None = None, *, open_lo: bool = False) -> Check:
+    if lo is None:
+        want = "a finite number"
+    elif hi is None:
+        want = f"a number {'>' if open_lo else '>='} {lo:g}"
+    else:
+        want = f"a number in {'(' if open_lo else '['}{lo:g}, {hi:g}]"
+
+    def check(v: Any, default: Any) -> str | None:
+        if not _is_real(v):
+            return f"must be {want}"
+        if lo is not None and (v < lo or (open_lo and v == lo)):
+            return f"must be {want}"
+        if hi is not None and v > hi:
+            return f"must be {want}"
+        return None
+
+    return check
+
+
+def _time(*, positive: bool) -> Check:
+    def check(v: Any, default: Any) -> str | None:
+        if v == "" and default == "":  # "" = the scenario's own duration (impala)
+            return None
+        try:
+            ps = parse_time_ps(v)
+        except ValueError as e:
+            return f"not a time ({e})"
+        return "must be longer than 0" if positive and ps <= 0 else None
+
+    return check
+
+
+def _times(v: Any, default: Any) -> str | None:
+    if not isinstance(v, list) or len(v) != 2:
+        return 'must be two times, e.g. ["1ms", "2ms"]'
+    for t in v:
+        why = _time(positive=False)(t, None)
+        if why:
+            return f"{t!r}: {why}"
+    if parse_time_ps(v[0]) > parse_time_ps(v[1]):
+        return "the first time must not be after the second"
+    return None
+
+
+def _widths(v: Any, default: Any) -> str | None:
+    if not isinstance(v, list) or not all(_is_int(h) and h >= 1 for h in v):
+        return "must be a list of layer widths (integers >= 1)"
+    return None
+
+
+VALUE_RULES: dict[str, Check] = {
+    # counts: a value below 1 trains nothing (or cannot run)
+    **{
+        k: _count(1)
+        for k in (
+            "updates",
+            "episodes",
+            "env_steps",
+            "epochs",
+            "minibatches",
+            "rollout_length",
+            "rollouts_per_update",
+            "max_rollouts_per_update",
+            "envs_per_scenario",
+            "env_runners",
+            "envs_per_runner",
+            "unroll",
+            "batch",
+            "warmup_length",
+            "max_step_size",
+            "max_batch_size",
+            "torch_threads",
+            "buffer_size",
+            "batch_size",
+            "train_every",
+            "updates_per_step",
+            "target_every",
+            "eps_decay_steps",
+        )
+    },
+    # 0 = off, all or none
+    **{
+        k: _count(0)
+        for k in (
+            "seed",
+            "checkpoint_every",
+            "warmup_updates",
+            "loss_batch",
+            "batch_steps",
+            "learning_starts",
+        )
+    },
+    # probabilities, discounts and smoothing factors
+    **{
+        k: _real(0.0, 1.0)
+        for k in (
+            "gamma",
+            "gae_lambda",
+            "baseline_momentum",
+            "rmsprop_alpha",
+            "momentum",
+            "eps_start",
+            "eps_end",
+            "epsilon",
+        )
+    },
+    "tau": _real(0.0, 1.0, open_lo=True),
+    # rates and other positive scales
+    **{
+        k: _real(0.0, open_lo=True)
+        for k in ("lr", "adam_eps", "rmsprop_eps", "clip", "clip_value", "rho_bar", "c_bar")
+    },
+    # weights, clips and wall times where 0 turns the thing off
+    **{
+        k: _real(0.0)
+        for k in (
+            "ent_coef",
+            "vf_coef",
+            "entropy_cost",
+            "baseline_cost",
+            "max_grad_norm",
+            "grad_clip",
+            "signal_clip",
+            "max_wall_s",
+            "stall_s",
+            "min_time_s_per_iteration",
+        )
+    },
+    # simulated times (the scenario's units)
+    "episode": _time(positive=True),
+    "duration": _time(positive=True),
+    "warmup": _time(positive=False),
+    "window_start": _time(positive=False),
+    "start": _times,
+    "hidden": _widths,
+}
+"""The settings of the trainers' tables checked by :func:`check_values`, by key (the same key
+means the same kind of value in every trainer): each gives why a value is refused, or None."""
+
+
+def _by_type(v: Any, default: Any) -> str | None:
+    """A setting without a rule keeps its default's type (a flag stays a flag, a number a
+    number)."""
+    if isinstance(default, bool):
+        return None if isinstance(v, bool) else "must be true or false"
+    if isinstance(default, int):
+        return None if _is_int(v) else "must be an integer"
+    if isinstance(default, float):
+        return None if _is_real(v) else "must be a finite number"
+    if isinstance(default, str):
+        return None if isinstance(v, str) else "must be a string"
+    return None
+
+
+def check_values(config: Mapping[str, Any], defaults: Mapping[str, Any], name: str) -> None:
+    """Refuses a setting of a trainer's table (``[train]``, ``[ppo]``, ``[impala]``, ``[ddqn]``,
+    ...) of the wrong type or out of range (:data:`VALUE_RULES`; a key without a rule must have
+    its default's type): counts at least 1, discounts and probabilities in [0, 1], rates
+    above 0, simulated times in the scenario's units. Raises :class:`~ccgym.ScenarioError`
+    naming the config, ``table.key`` and the value. The ``[agent]`` tables (the simulator
+    checks them) and the lists of scenarios (their trainer does) are not looked at."""
+    for section, table in config.items():
+        if section in FREE_TABLES or not isinstance(table, Mapping):
+            continue
+        default_table = defaults.get(section)
+        default_table = default_table if isinstance(default_table, Mapping) else {}
+        for key, value in table.items():
+            default = default_table.get(key)
+            rule = VALUE_RULES.get(key)
+            why = rule(value, default) if rule is not None else _by_type(value, default)
+            if why:
+                shown = json.dumps(value, default=str, ensure_ascii=False)
+                raise ScenarioError(f"training config {name}: {section}.{key} = {shown}: {why}")
+
+
 def load_config(config: ConfigSource | None, defaults: Mapping[str, Any]) -> dict[str, Any]:
     """The full config of a run: ``config`` (see :func:`read_config`; None: nothing) merged
     over ``defaults`` (a trainer's ``DEFAULT_CONFIG``, or a checkpoint's config on resume).
-    Sections and keys the defaults do not have are refused (:func:`check_keys`)."""
+    Sections and keys the defaults do not have are refused (:func:`check_keys`), and so are
+    values of the wrong type or out of range (:func:`check_values`)."""
     if config is None:
         return merge_config(defaults, None)
     given = read_config(config)
     name = "(dict)" if isinstance(config, Mapping) else str(config)
     check_keys(given, defaults, name)
+    check_values(given, defaults, name)
     return merge_config(defaults, given)
