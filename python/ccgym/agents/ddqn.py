@@ -68,6 +68,9 @@ from ccgym.acc.templates import GRID, EcnTemplate, scaled
 
 ALGORITHM = "ddqn"
 
+PROGRESS_UNIT = "episode"
+"""What ``ccgym train ddqn``'s plain progress lines count (:func:`ccgym._progress.plain_lines`)."""
+
 # --------------------------------------------------------------------------------------------
 # 1. Settings
 # --------------------------------------------------------------------------------------------

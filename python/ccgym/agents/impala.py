@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ccgym._progress import plain_reporter
 from ccgym.agents.impala_model import (
     MvfstNet,
     StepPolicy,
@@ -662,6 +663,14 @@ def train_from_config(
     elif hist_path.is_file():
         hist_path.unlink()
     show = sys.stderr.isatty() if progress is None else progress
+    # A log file under ``ccgym train``: a plain line at most every 10 s instead of one per
+    # iteration on a terminal.
+    plain = plain_reporter(ALGORITHM) if progress is None and not show else None
+    plain_task = (
+        plain.add_task("env steps", total=int(train["env_steps"]), completed=counters["env_steps"])
+        if plain
+        else 0
+    )
     target = int(train["env_steps"])
     every = int(train.get("checkpoint_every", 0) or 0)
     max_wall = float(train.get("max_wall_s", 0) or 0)
@@ -690,6 +699,13 @@ def train_from_config(
             stats["wall_s"] = counters["wall_s"]
             with open(hist_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps({"iteration": counters["iterations"], **stats}) + "\n")
+            if plain is not None:
+                plain.update(
+                    plain_task,
+                    completed=counters["env_steps"],
+                    info=f"iteration {counters['iterations']}  reward/step "
+                    f"{stats.get('reward_per_step', float('nan')):.3f}",
+                )
             if show:
                 print(
                     f"impala: iteration {counters['iterations']}  steps {counters['env_steps']:,}"

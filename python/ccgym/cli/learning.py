@@ -122,7 +122,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         if "ray_address" not in inspect.signature(module.train_from_config).parameters:
             raise ScenarioError(f"ccgym train: {args.name} does not run on Ray (no --ray)")
         kwargs["ray_address"] = args.ray
-    result = module.train_from_config(args.config, out, resume=args.resume, **kwargs)
+    from ccgym._progress import plain_lines
+
+    # stderr not a terminal (nohup, a log file): plain progress lines instead of no bar at all.
+    with plain_lines(unit=getattr(module, "PROGRESS_UNIT", None)):
+        result = module.train_from_config(args.config, out, resume=args.resume, **kwargs)
     print(json.dumps(result, indent=2, default=str))
     return 0
 

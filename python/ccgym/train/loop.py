@@ -14,7 +14,8 @@ all of them:
   update;
 * logs: TensorBoard (``tb/``: ``train/*`` per update, ``episode/<label>/*`` per finished
   training episode), ``history.jsonl`` (the ``train/*`` values, one line per update), a
-  progress bar when stderr is a terminal;
+  progress bar when stderr is a terminal (plain lines in a log file under ``ccgym train``:
+  :func:`ccgym._progress.plain_lines`);
 * checkpoints (``checkpoint.pt``, the latest, and ``checkpoints/ckpt-u<update>-d<decisions>.pt``
   every ``train.checkpoint_every`` updates and at the end) with model, optimiser, learner
   state, counters, config and every RNG state, written atomically (a temporary file, synced,
@@ -744,7 +745,7 @@ def train(
     interrupted = False
     try:
         with _sigterm_interrupts(), _progress(name, progress, target) as bar:
-            task = bar.add_task("train", total=target, completed=update, info="")
+            task = bar.add_task("update", total=target, completed=update, info="")
             while update < target:
                 # ---- collect until the learner's rollout is complete
                 t_rollout = time.perf_counter()
