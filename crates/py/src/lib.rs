@@ -867,6 +867,14 @@ fn estimate(py: Python<'_>, scenario_json: &str, base_dir: &str) -> PyResult<Str
     v.map(|v| v.to_string()).map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
+/// A time as scenario files write it ("20ms", "1.5 us", "2s"; a number
+/// alone is seconds) in picoseconds, by the simulator's own parser, so that
+/// Python reads the times of scenarios and configs exactly as the core does.
+#[pyfunction]
+fn parse_time_ps(text: &str) -> PyResult<u64> {
+    ccgym_sim::units::parse_time(text).map_err(PyValueError::new_err)
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
@@ -887,5 +895,6 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(agent_preset, m)?)?;
     m.add_function(wrap_pyfunction!(agent_mvfst_names, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_time_ps, m)?)?;
     Ok(())
 }

@@ -33,6 +33,7 @@ from ccgym.acc.driver import QUEUE_AGENT, acc_scenario
 from ccgym.acc.templates import GRID, ecn_overrides
 from ccgym.acc.validity import reward_correlation
 from ccgym.agent_defaults import QUEUE_FEATURES
+from ccgym.units import parse_time_s as _seconds
 
 COL = {name: i for i, name in enumerate(QUEUE_FEATURES)}
 
@@ -44,14 +45,6 @@ REWARDS: dict[str, dict[str, float]] = {
 }
 """The rewards compared: name -> weights (``linear``: ``beta``; ``quadratic*``: peak and mean
 weights). ``quadratic`` is the core's default weights."""
-
-
-def _seconds(text: str) -> float:
-    units = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-    for unit in ("ns", "us", "ms", "s"):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * units[unit]
-    return float(text)
 
 
 def template_run(

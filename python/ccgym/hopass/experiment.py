@@ -54,9 +54,9 @@ from ccgym.hopass.utility import (
     ClassUtility,
     class_from_table,
     parse_size_bytes,
-    parse_time_s,
     total_utility,
 )
+from ccgym.units import parse_time_s
 
 SLOW_LAYER_METHOD = "hopass"
 """The method name that runs the slow layer (others are plain CC runs)."""

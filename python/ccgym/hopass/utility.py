@@ -163,17 +163,3 @@ def parse_size_bytes(value: Any) -> float:
                 return float(text[: -len(unit)].strip()) * _SIZE_UNITS[unit]
         return float(text)
     raise ValueError(f"not a size: {value!r}")
-
-
-def parse_time_s(value: Any) -> float:
-    """A ccgym time (docs/scenarios.md, "Units"): seconds, or ``"20ms"``."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        text = value.strip()
-        for unit, scale in (("ps", 1e-12), ("ns", 1e-9), ("us", 1e-6), ("µs", 1e-6),
-                            ("ms", 1e-3), ("s", 1.0)):  # fmt: skip
-            if text.endswith(unit):
-                return float(text[: -len(unit)].strip()) * scale
-        return float(text)
-    raise ValueError(f"not a time: {value!r}")

@@ -17,23 +17,12 @@ from typing import Any
 import numpy as np
 
 from ccgym.result import Result
+from ccgym.units import parse_time_s as _seconds
 
 __all__ = ["Phase", "jain", "jain_over_time", "phase_table", "phases"]
 
 Phase = tuple[float, float, tuple[int, ...]]
 """(start s, end s, ids of the flows active throughout)."""
-
-_UNITS = {"ps": 1e-12, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
-def _seconds(value: Any) -> float:
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value).strip()
-    for unit in ("ps", "ns", "us", "ms", "s"):  # "ms" before "s"
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * _UNITS[unit]
-    raise ValueError(f"not a duration: {value!r}")
 
 
 def jain(x: Sequence[float] | np.ndarray) -> float:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym._errors import ScenarioError, invalid_json, not_utf8
+from ccgym.units import parse_time_ps
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -128,46 +129,6 @@ def check_keys(config: Mapping[str, Any], defaults: Mapping[str, Any], name: str
 
 # --------------------------------------------------------------------------------------------
 # Values: type and range of the numeric settings
-
-_TIME_UNITS = {"ps": 1.0, "ns": 1e3, "us": 1e6, "µs": 1e6, "ms": 1e9, "s": 1e12, "": 1e12}
-
-
-def parse_time_ps(value: Any) -> float:
-    """A time as the scenario files write it (docs/scenarios.md, "Units";
-    ``crates/sim/src/units.rs`` ``parse_time``): a number of seconds, or a string such as
-    ``"20ms"``, ``"1.5 us"``, ``"2s"``; in picoseconds. Raises ValueError saying why not."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError('must be a time such as "20ms"')
-    if isinstance(value, str):
-        text = value.strip()
-        end = len(text)
-        for i, c in enumerate(text):
-            if not (c.isascii() and (c.isdigit() or c in ".-+eE")):
-                end = i
-                break
-        num, unit = text[:end], text[end:]
-        try:
-            v = float(num)
-        except ValueError:
-            if not num.endswith(("e", "E")):  # "1e" then a unit letter: the unit starts at e
-                raise ValueError("expected a number with a unit (ps, ns, us, ms, s)") from None
-            num, unit = text[: end - 1], text[end - 1 :]
-            try:
-                v = float(num)
-            except ValueError:
-                raise ValueError("expected a number with a unit (ps, ns, us, ms, s)") from None
-        unit = unit.strip()
-        if unit not in _TIME_UNITS:
-            raise ValueError(f"unknown time unit {unit!r} (use ps, ns, us, ms or s)")
-        ps = v * _TIME_UNITS[unit]
-    else:
-        ps = float(value) * 1e12
-    if not math.isfinite(ps):
-        raise ValueError("must be a finite time")
-    if ps < 0:
-        raise ValueError("must not be negative")
-    return ps
-
 
 Check = Callable[[Any, Any], "str | None"]
 """A value rule: ``(value, default) -> why it is refused``, or None."""

@@ -29,6 +29,7 @@ import numpy as np
 from ccgym.agent_defaults import AGENT_DEFAULTS, BRIDGE_REWARDS
 from ccgym.env.bridge import FLOW_BITS, AgentPool, PreparedScenario, make_key
 from ccgym.train.trajectories import AgentTrajectories, PolicyOutput
+from ccgym.units import parse_time_s
 
 __all__ = [
     "PYTHON_REWARDS",
@@ -183,11 +184,7 @@ def scenario_entries(config: Mapping[str, Any], table: AgentTable) -> list[Train
 
 def _ms(text: str) -> float:
     """A time string (``"30ms"``, ``"500us"``, ``"1s"``) in milliseconds."""
-    t = str(text).strip()
-    for unit, scale in (("ms", 1.0), ("us", 1e-3), ("ns", 1e-6), ("s", 1e3)):
-        if t.endswith(unit):
-            return float(t[: -len(unit)]) * scale
-    return float(t) * 1e3
+    return parse_time_s(text) * 1e3
 
 
 def many_to_one_scenario(
