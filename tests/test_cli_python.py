@@ -8,10 +8,8 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +31,14 @@ from ccgym.scenario import (
     parse_override,
     parse_value,
 )
+from cli_helpers import run_ccgym
 
 PYTHON_DIR = Path(ccgym.__file__).resolve().parent.parent
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m ccgym.cli ARGS`` in a subprocess."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    env["COLUMNS"] = "200"
-    return subprocess.run(
-        [sys.executable, "-m", "ccgym.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-    )
+    """Run ``python -m ccgym ARGS`` in a subprocess (:func:`cli_helpers.run_ccgym`)."""
+    return run_ccgym(*args, cwd=cwd, module="ccgym.cli")
 
 
 # --------------------------------------------------------------------------- overrides

@@ -5,9 +5,7 @@ form, is refused up front with one line."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,22 +13,15 @@ import pytest
 
 from ccgym import ScenarioError
 from ccgym import policies as P
+from cli_helpers import run_ccgym  # noqa: E402
 
 PYTHON_DIR = Path(__file__).resolve().parent.parent / "python"
 SHORT = ["duration=4ms", 'workload[0].start=["0us", "20us"]']
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return subprocess.run(
-        [sys.executable, "-m", "ccgym", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m ccgym ARGS`` in a subprocess (:func:`cli_helpers.run_ccgym`)."""
+    return run_ccgym(*args, cwd=cwd)
 
 
 def test_chosen_actions_are_the_simulators() -> None:

@@ -4,9 +4,7 @@ value, with exit status 2 (and nothing trained nor written)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import pytest
 
 from ccgym import ScenarioError
 from ccgym.train.config import check_values, load_config, parse_time_ps
+from cli_helpers import run_ccgym  # noqa: E402
 
 PYTHON_DIR = Path(__file__).resolve().parent.parent / "python"
 
@@ -24,18 +23,9 @@ PPO_LIKE: dict[str, Any] = {
 }
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return subprocess.run(
-        [sys.executable, "-m", "ccgym", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-    )
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m ccgym ARGS`` in a subprocess (:func:`cli_helpers.run_ccgym`)."""
+    return run_ccgym(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize(

@@ -5,32 +5,22 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ccgym._progress import PlainProgress, plain_lines, plain_reporter, progress_bar
+from cli_helpers import run_ccgym  # noqa: E402
 
 PYTHON_DIR = Path(__file__).resolve().parent.parent / "python"
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return subprocess.run(  # stdout and stderr are pipes, as under nohup or a redirect
-        [sys.executable, "-m", "ccgym", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-    )
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m ccgym ARGS`` in a subprocess (:func:`cli_helpers.run_ccgym`)."""
+    return run_ccgym(*args, cwd=cwd)
 
 
 PPO: dict[str, Any] = {
