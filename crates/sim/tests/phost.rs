@@ -29,6 +29,17 @@ fn phost_with_delay(hosts: u32, flows: Value, link_delay: &str) -> Value {
     })
 }
 
+/// [`phost`] on a leaf-spine of 2 x 6 hosts and 4 spines, all links 10 Gb/s,
+/// with packet spraying: tokens and data reach their ends out of order.
+fn sprayed_leaf_spine(flows: Value) -> Value {
+    let mut sc = phost(2, flows);
+    sc["topology"] = json!({"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 6,
+                            "link_rate": "10Gbps", "link_delay": "1us",
+                            "fabric_rate": "10Gbps", "fabric_delay": "1us"});
+    sc["switch"]["load_balancing"] = json!("packet");
+    sc
+}
+
 #[test]
 fn incast_drops_only_unscheduled_packets_and_keeps_the_queue_short() {
     // 64 senders of 200 KB into one receiver. Each sends its first 8
@@ -320,11 +331,7 @@ fn only_packets_sent_twice_count_as_retransmitted() {
             json!({"src": i % 6, "dst": 6 + (i % 5) % 6, "size": size, "start": format!("{}us", 3 * i)})
         })
         .collect();
-    let mut sc = phost(2, json!(flows));
-    sc["topology"] = json!({"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 6,
-                            "link_rate": "10Gbps", "link_delay": "1us",
-                            "fabric_rate": "10Gbps", "fabric_delay": "1us"});
-    sc["switch"]["load_balancing"] = json!("packet");
+    let mut sc = sprayed_leaf_spine(json!(flows));
     let mut sim = build(&sc);
     sim.run_until(u64::MAX);
     let mut resent = 0;
@@ -388,11 +395,7 @@ fn a_flow_receiving_out_of_order_is_counted_at_its_arrival_rate() {
     let flows: Vec<Value> = (0..12)
         .map(|i| json!({"src": i % 6, "dst": 6 + i % 2, "size": 300 * PAYLOAD, "start": format!("{}ns", 50 * i)}))
         .collect();
-    let mut sc = phost(2, json!(flows));
-    sc["topology"] = json!({"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 6,
-                            "link_rate": "10Gbps", "link_delay": "1us",
-                            "fabric_rate": "10Gbps", "fabric_delay": "1us"});
-    sc["switch"]["load_balancing"] = json!("packet");
+    let mut sc = sprayed_leaf_spine(json!(flows));
     sc["metrics"] = json!({"window": ["200us", "600us"]});
     let mut sim = build(&sc);
     let step = 10 * ccgym_sim::units::US;
