@@ -331,7 +331,7 @@ fn only_packets_sent_twice_count_as_retransmitted() {
             json!({"src": i % 6, "dst": 6 + (i % 5) % 6, "size": size, "start": format!("{}us", 3 * i)})
         })
         .collect();
-    let mut sc = sprayed_leaf_spine(json!(flows));
+    let sc = sprayed_leaf_spine(json!(flows));
     let mut sim = build(&sc);
     sim.run_until(u64::MAX);
     let mut resent = 0;
