@@ -75,6 +75,8 @@ def test_network_optimum_of_the_classic_two_link_line() -> None:
 )
 # rates six orders of magnitude apart: SLSQP on linear rates stopped 3e-5 short of the optimum
 @example(lam=[1.0, 37.0, 0.125], alpha=0.375, size=1.0, flows=[6, 3, 1])
+# alpha next to 1: y^(1-a) / (1-a) is 1e5 plus log y, and SLSQP on it ran out of iterations
+@example(lam=[2.0, 3.0, 1.0], alpha=0.99999, size=2.0, flows=[1, 2, 2])
 def test_numerical_and_closed_form_optima_agree(
     lam: list[float], alpha: float, size: float, flows: list[int]
 ) -> None:

@@ -110,7 +110,7 @@ def network_optimum(
 
     def objective(z: np.ndarray) -> float:
         x = class_rates(z)
-        return -sum(c.value(float(v)) for c, v in zip(classes, x, strict=True)) / obj_scale
+        return -sum(c.shifted_value(float(v)) for c, v in zip(classes, x, strict=True)) / obj_scale
 
     def gradient(z: np.ndarray) -> np.ndarray:
         return -raw_gradient(z) / obj_scale

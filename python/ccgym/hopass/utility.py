@@ -64,6 +64,16 @@ class ClassUtility:
             u = -self.size_mb / y
         return self.weight * n * u
 
+    def shifted_value(self, x: float) -> float:
+        """:meth:`value` less a constant of the class (so with the same maximiser): for alpha
+        utilities ``w n (y^(1-a) - 1) / (1 - a)``, computed with ``expm1``, which tends to
+        ``w n log y`` as ``a`` tends to 1 where :meth:`value` grows as ``1 / (1 - a)``; a solver
+        on :meth:`value` there sees a huge constant and differences in its last digits."""
+        if self.kind != "alpha" or self.alpha == 1.0 or x <= 0:
+            return self.value(x)
+        a = 1.0 - self.alpha
+        return self.weight * self.flows * math.expm1(a * math.log(x / self.flows)) / a
+
     def derivative(self, x: float) -> float:
         """dU_k/dx at ``x`` Mb/s (> 0)."""
         y = x / self.flows
