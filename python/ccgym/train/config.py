@@ -216,7 +216,6 @@ VALUE_RULES: dict[str, Check] = {
             "rollouts_per_update",
             "max_rollouts_per_update",
             "envs_per_scenario",
-            "env_runners",
             "envs_per_runner",
             "unroll",
             "batch",
@@ -242,6 +241,7 @@ VALUE_RULES: dict[str, Check] = {
             "loss_batch",
             "batch_steps",
             "learning_starts",
+            "env_runners",  # IMPALA: 0 samples in the driver, with no actor to start
         )
     },
     # probabilities, discounts and smoothing factors
