@@ -290,6 +290,12 @@ impl Simulation {
         self.apply_action(fid, action);
     }
 
+    /// The agents' decisions are answered by a policy stepping from Python
+    /// (`agent_step` / `agent_act`), not by a native or a random one.
+    pub(super) fn python_steps_agents(&self) -> bool {
+        self.bridge.as_ref().is_some_and(|b| b.stepping && b.native.is_none() && b.timing.random.is_none())
+    }
+
     /// Reports the end of agent flow `fid` to the policy (done or truncated).
     #[cold]
     #[inline(never)]

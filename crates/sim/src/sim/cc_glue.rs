@@ -28,6 +28,7 @@
 //! transport's sequence state and are handled in `transport.rs`.
 
 use super::Simulation;
+use crate::cc::agent::Trigger;
 use crate::cc::{Cc, CcCtx, CongestionControl, ProbeEvent};
 use crate::engine::Event;
 use crate::host::SchedState;
@@ -122,12 +123,27 @@ impl Simulation {
     /// The `CcTimer` event: the flow's CC timer fires unless it was re-armed
     /// or cancelled since (a newer generation) or the flow is finished.
     pub(super) fn on_cc_timer(&mut self, fid: u32, generation: u32) {
+        if self.now >= self.end && self.interval_tick_at_the_end(fid) {
+            // The run ends at this tick: a decision asked of a stepping policy
+            // now would never act, and the truncated entry that follows at the
+            // same instant would cover an empty interval (no state, reward 0).
+            // Without it, the truncated entry closes the last real interval.
+            // (Queue agents skip their tick at the end likewise.)
+            return;
+        }
         let f = &mut self.flows[fid as usize];
         if f.snd.timer_gen == generation && f.snd.finished.is_none() {
             f.snd.timer_at = None;
             f.ctl.timer = None;
             self.cc_event(fid, |cc, ctx| cc.on_timer(ctx));
         }
+    }
+
+    /// Flow `fid`'s CC is an agent deciding on a fixed grid of ticks whose
+    /// decisions a policy stepping from Python answers (not a native one).
+    fn interval_tick_at_the_end(&self, fid: u32) -> bool {
+        self.python_steps_agents()
+            && matches!(&self.flows[fid as usize].cc, Cc::Agent(a) if matches!(a.spec().trigger, Trigger::Interval(_)))
     }
 
     /// A CNP reached the sender of its flow.
