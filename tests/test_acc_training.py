@@ -357,3 +357,43 @@ def test_acc_eval_online_uses_the_policys_own_config(
     # Greedy runs need no config and say nothing.
     assert main(["acc-eval", "acc-websearch", "--policy", str(mine)]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        (
+            "[ddqn]\neps_start = 0.2\neps_end = 0.5\n",
+            "ddqn.eps_end = 0.5 is above ddqn.eps_start = 0.2",
+        ),
+        # eps_end's default (0.05) above the one given: compared over DDQNSettings' defaults
+        ("[ddqn]\neps_start = 0.01\n", "ddqn.eps_end = 0.05 is above ddqn.eps_start = 0.01"),
+        ("[train]\ncheckpoint_every = -1\n", "train.checkpoint_every = -1"),
+    ],
+)
+def test_epsilon_order_and_checkpoint_every_are_config_errors(
+    toml: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """eps_end above eps_start is refused by the config check, naming both keys, with one
+    ``error:`` line and exit status 2 (not DDQNSettings' ValueError, status 1)."""
+    from ccgym.cli import main
+
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(toml)
+    code = main(["train", "ddqn", "--config", str(cfg), "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and message in err, (code, err)
+    assert not (tmp_path / "run" / "history.jsonl").exists()
+
+
+def test_checkpoint_every_0_means_the_last_checkpoint_only(tmp_path: Path) -> None:
+    """train.checkpoint_every = 0, as in the other trainers: no periodic checkpoints, the one
+    at the end (which --resume and export read)."""
+    cfg = config(1)
+    cfg["train"]["checkpoint_every"] = 0
+    cfg["train"]["keep_checkpoints"] = True
+    out = tmp_path / "run"
+    result = train(cfg, out, progress=False)
+    assert result["episodes"] == 1
+    assert read_checkpoint(out / "checkpoint.pt")["episodes"] == 1
+    assert [p.name for p in (out / "checkpoints").iterdir()] == ["ckpt-ep0001.pt"]

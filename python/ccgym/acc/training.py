@@ -14,10 +14,11 @@
   thread, the same weights;
 * logs: ``history.jsonl`` (one line per episode: what ran, mean reward, epsilon, loss, learner
   steps, wall time), a rich progress bar when stderr is a terminal;
-* checkpoints: ``checkpoint.pt`` every ``checkpoint_every`` episodes and at the end (networks,
-  optimiser, replay, counters, every RNG state, the config; written atomically), ``--resume``
-  continues from it with the same episodes to come; with ``keep_checkpoints = true`` each of
-  them is also kept as ``checkpoints/ckpt-ep<episode>.pt`` (model selection over the run);
+* checkpoints: ``checkpoint.pt`` every ``checkpoint_every`` episodes (0: no periodic ones) and
+  at the end (networks, optimiser, replay, counters, every RNG state, the config; written
+  atomically), ``--resume`` continues from it with the same episodes to come; with
+  ``keep_checkpoints = true`` each of them is also kept as ``checkpoints/ckpt-ep<episode>.pt``
+  (model selection over the run);
 * ``policy.json`` at the end: the online Q-network as a native ``ccgym-mlp`` policy (output
   ``none``; the action is the argmax; ``meta.algorithm = "ddqn"``, ``meta.agent`` the
   queue-agent keys with the grid as ``ecn_profiles``).
@@ -78,7 +79,11 @@ def obs_dim(agent: Mapping[str, Any]) -> int:
 
 
 def _config_error(field: str, value: Any, why: str) -> ValueError:
-    return ValueError(f"ddqn config: {field} = {value!r}: {why}")
+    # A user's mistake: one ``error:`` line and exit status 2 under ``ccgym train``, as the
+    # config checks of :mod:`ccgym.train.config` give (a ScenarioError is a ValueError).
+    from ccgym._errors import ScenarioError
+
+    return ScenarioError(f"ddqn config: {field} = {value!r}: {why}")
 
 
 def check_config(config: Mapping[str, Any]) -> None:
@@ -88,8 +93,10 @@ def check_config(config: Mapping[str, Any]) -> None:
     tr = config["train"]
     if int(tr["episodes"]) < 1:
         raise _config_error("train.episodes", tr["episodes"], "must be at least 1")
-    if int(tr["checkpoint_every"]) < 1:
-        raise _config_error("train.checkpoint_every", tr["checkpoint_every"], "must be >= 1")
+    if int(tr["checkpoint_every"]) < 0:
+        raise _config_error(
+            "train.checkpoint_every", tr["checkpoint_every"], "must be >= 0 (0: at the end only)"
+        )
     if not isinstance(tr.get("keep_checkpoints", False), bool):
         raise _config_error(
             "train.keep_checkpoints", tr["keep_checkpoints"], "must be true or false"
@@ -101,7 +108,16 @@ def check_config(config: Mapping[str, Any]) -> None:
         close = difflib.get_close_matches(unknown[0], list(DDQNSettings.__dataclass_fields__), 1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise _config_error("ddqn", unknown, f"unknown keys{hint}")
-    DDQNSettings.from_dict(config["ddqn"])
+    from dataclasses import asdict
+
+    from ccgym.train.config import check_order
+
+    # [ddqn] is empty by default: its keys are compared over DDQNSettings' defaults.
+    check_order({**asdict(DDQNSettings()), **config["ddqn"]}, "ddqn", "(ddqn)")
+    try:
+        DDQNSettings.from_dict(config["ddqn"])
+    except ValueError as e:
+        raise _config_error("ddqn", dict(config["ddqn"]), str(e)) from None
     scen = config["scenarios"]
     if not isinstance(scen, list) or not scen:
         raise _config_error("scenarios", scen, "needs at least one [[scenarios]] entry")
@@ -315,7 +331,8 @@ def train(
                 f.write(json.dumps(line) + "\n")
             info = f"r {stats.mean_reward:+.3f} eps {learner.epsilon():.2f}"
             bar.update(task, completed=episode, info=info)
-            if episode % int(tr["checkpoint_every"]) == 0 or episode == total:
+            every = int(tr["checkpoint_every"])  # 0: no periodic checkpoints, the last only
+            if (every > 0 and episode % every == 0) or episode == total:
                 save()
                 if tr.get("keep_checkpoints", False):
                     _keep(ckpt_path, kept_path(out, episode))

@@ -30,9 +30,11 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 __all__ = [
     "CONFIG_DIR",
+    "ORDER_RULES",
     "VALUE_RULES",
     "ConfigSource",
     "check_keys",
+    "check_order",
     "check_values",
     "load_config",
     "merge_config",
@@ -292,6 +294,27 @@ VALUE_RULES: dict[str, Check] = {
 means the same kind of value in every trainer): each gives why a value is refused, or None."""
 
 
+ORDER_RULES: tuple[tuple[str, str, str], ...] = (
+    ("eps_end", "eps_start", "epsilon decays from eps_start down to eps_end"),
+)
+"""``(low, high, why)``: two keys of one table where ``low`` must not be above ``high``
+(checked by :func:`check_order` on the table with its defaults)."""
+
+
+def check_order(table: Mapping[str, Any], section: str, name: str) -> None:
+    """Refuses a table (the given keys over their defaults) where a key of
+    :data:`ORDER_RULES` is above its partner: a :class:`~ccgym.ScenarioError` naming the
+    config and both ``table.key``s with their values. Keys the table does not hold, or that
+    are not numbers (refused elsewhere), are not compared."""
+    for low, high, why in ORDER_RULES:
+        a, b = table.get(low), table.get(high)
+        if _is_real(a) and _is_real(b) and a > b:
+            raise ScenarioError(
+                f"training config {name}: {section}.{low} = {json.dumps(a)} is above "
+                f"{section}.{high} = {json.dumps(b)}: {why}"
+            )
+
+
 def _by_type(v: Any, default: Any) -> str | None:
     """A setting without a rule keeps its default's type (a flag stays a flag, a number a
     number)."""
@@ -310,9 +333,11 @@ def check_values(config: Mapping[str, Any], defaults: Mapping[str, Any], name: s
     """Refuses a setting of a trainer's table (``[train]``, ``[ppo]``, ``[impala]``, ``[ddqn]``,
     ...) of the wrong type or out of range (:data:`VALUE_RULES`; a key without a rule must have
     its default's type): counts at least 1, discounts and probabilities in [0, 1], rates
-    above 0, simulated times in the scenario's units. Raises :class:`~ccgym.ScenarioError`
-    naming the config, ``table.key`` and the value. The ``[agent]`` tables (the simulator
-    checks them) and the lists of scenarios (their trainer does) are not looked at."""
+    above 0, simulated times in the scenario's units; pairs of keys in order
+    (:data:`ORDER_RULES`: ``eps_end`` not above ``eps_start``). Raises
+    :class:`~ccgym.ScenarioError` naming the config, ``table.key`` and the value. The
+    ``[agent]`` tables (the simulator checks them) and the lists of scenarios (their trainer
+    does) are not looked at."""
     for section, table in config.items():
         if section in FREE_TABLES or not isinstance(table, Mapping):
             continue
@@ -325,6 +350,8 @@ def check_values(config: Mapping[str, Any], defaults: Mapping[str, Any], name: s
             if why:
                 shown = json.dumps(value, default=str, ensure_ascii=False)
                 raise ScenarioError(f"training config {name}: {section}.{key} = {shown}: {why}")
+        if any(key in table for low, high, _ in ORDER_RULES for key in (low, high)):
+            check_order({**default_table, **table}, section, name)
 
 
 def load_config(config: ConfigSource | None, defaults: Mapping[str, Any]) -> dict[str, Any]:
