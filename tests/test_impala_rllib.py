@@ -13,6 +13,7 @@ pytest.importorskip("torch")
 pytest.importorskip("ray.rllib")
 
 from ccgym import ScenarioError  # noqa: E402
+from ccgym._errors import ResumeConfigWarning  # noqa: E402
 from ccgym.agents import impala  # noqa: E402
 from test_impala import SMALL_AGENT, SMALL_LINK  # noqa: E402
 
@@ -50,6 +51,29 @@ def test_training_env_appends_the_clipped_reward_and_cycles_scenarios() -> None:
     assert labels == ["a", "b", "a"]
 
 
+def test_resume_warns_of_the_settings_it_changes(tmp_path) -> None:
+    """``--resume`` with a config lists the settings that differ from the checkpoint's, as the
+    other trainers do (here before the network change stops it, so no Ray is started)."""
+    from ccgym.agents.impala_model import net_from_config
+    from ccgym.train.loop import save_atomic
+
+    cfg = impala.load_config(_config(200), impala.DEFAULT_CONFIG)
+    width, actions = impala._spaces(cfg)
+    net = net_from_config(width, actions, cfg["network"])
+    save_atomic(
+        tmp_path / "checkpoint.pt",
+        {"algorithm": "impala", "update": 1, "decisions": 200, "episodes": 1, "wall_s": 1.0,
+         "model": net.state_dict(), "optimizer": {}, "rng": {}, "config": cfg,
+         "extra": {"input_dim": width, "num_actions": actions}, "obs_dim": width - 1},
+    )  # fmt: skip
+    change = {"train": {"env_steps": 400}, "network": {"hidden": [64, 64]}}
+    with (
+        pytest.warns(ResumeConfigWarning, match=r"train\.env_steps = 200 -> 400; network\.hidden"),
+        pytest.raises(ScenarioError, match="changes the network"),
+    ):
+        impala.train_from_config(change, tmp_path, resume=True, progress=False)
+
+
 @pytest.mark.xdist_group("ray")  # starts a local Ray instance (pyproject.toml)
 def test_train_resume_and_export(tmp_path) -> None:
     """A short RLlib IMPALA run writes its run folder; resume continues its step count; the
@@ -78,15 +102,33 @@ def test_train_resume_and_export(tmp_path) -> None:
         ({"network": {"hidden": [64, 64]}}, "network.hidden"),
         ({"agent": {"history": 3}}, "agent.history"),
     ):
-        with pytest.raises(ScenarioError, match=rf"changes the network .*{key} = ") as e:
+        with (
+            pytest.raises(ScenarioError, match=rf"changes the network .*{key} = ") as e,
+            pytest.warns(ResumeConfigWarning, match=key),
+        ):
             impala.train_from_config(change, out, resume=True, progress=False)
         assert "\n" not in str(e.value) and "size mismatch" not in str(e.value)
         assert (out / "config.json").read_text() == saved
-    again = impala.train_from_config(
-        {"train": {"env_steps": 400}}, out, resume=True, progress=False
-    )
+    assert result["complete"] is True and "stopped" not in result
+    # train.max_wall_s stops the resumed run after its first iteration, before env_steps:
+    # the result and progress.json say so; the next resume goes on and is complete.
+    with pytest.warns(ResumeConfigWarning, match=r"train\.env_steps = 200 -> 100000"):
+        cut = impala.train_from_config(
+            {"train": {"env_steps": 100_000, "max_wall_s": 1e-9}}, out, resume=True, progress=False
+        )
+    assert cut["complete"] is False and cut["stopped"] == "max_wall_s"
+    assert cut["iterations"] == result["iterations"] + 1
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["complete"] is False and progress["stopped"] == "max_wall_s"
+    with pytest.warns(ResumeConfigWarning, match=r"train\.env_steps = 100000 -> 400"):
+        again = impala.train_from_config(
+            {"train": {"env_steps": 400, "max_wall_s": 0}}, out, resume=True, progress=False
+        )
     assert json.loads((out / "config.json").read_text())["train"]["env_steps"] == 400
-    assert again["env_steps"] >= 400 and again["iterations"] > result["iterations"]
+    assert again["env_steps"] >= 400 and again["iterations"] > cut["iterations"]
+    assert again["complete"] is True and "stopped" not in again
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["complete"] is True and "stopped" not in progress
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -279,3 +279,21 @@ def test_interrupted_training_raises_training_interrupted(
     assert isinstance(info.value, KeyboardInterrupt)  # callers catching Ctrl-C still do
     assert info.value.checkpoint == tmp_path / "checkpoint.pt"
     assert info.value.update == len((tmp_path / "history.jsonl").read_text().splitlines())
+
+
+def test_a_run_stopped_by_max_wall_s_says_so(tmp_path: Path) -> None:
+    """train.max_wall_s ends a run before train.updates: its result says it is not complete
+    and why; the run then resumes to the end, complete."""
+    cfg = _endless_config()
+    cfg["train"].update(updates=3, max_wall_s=1e-9)  # type: ignore[union-attr]
+    stopped = ppo.train_from_config(cfg, tmp_path, progress=False)
+    assert stopped["updates"] == 1
+    assert stopped["complete"] is False and stopped["stopped"] == "max_wall_s"
+    from ccgym._errors import ResumeConfigWarning
+
+    with pytest.warns(ResumeConfigWarning, match="train.max_wall_s"):
+        resumed = ppo.train_from_config(
+            {"train": {"updates": 2, "max_wall_s": 0}}, tmp_path, resume=True, progress=False
+        )
+    assert resumed["updates"] == 2
+    assert resumed["complete"] is True and "stopped" not in resumed

@@ -571,6 +571,11 @@ def _result_stats(result: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+END_KEYS = ("complete", "stopped")
+"""What the result and the final ``progress.json`` say of the run's end: ``complete`` (it
+reached ``train.env_steps``) and, when not, ``stopped`` (``"max_wall_s"``)."""
+
+
 def _save_checkpoint(
     out: Path, cfg: Mapping[str, Any], algo: Any, counters: Mapping[str, Any], dims: tuple
 ) -> Path:
@@ -621,8 +626,10 @@ def train_from_config(
             on this machine. Nothing else changes.
 
     Returns:
-        ``algorithm``, ``iterations``, ``env_steps``, ``wall_s``, ``steps_per_s``, the last
-        iteration's ``stats`` and the paths written.
+        ``algorithm``, ``iterations``, ``env_steps``, ``complete`` (false when
+        ``train.max_wall_s`` ended the run before ``train.env_steps``; ``stopped`` then says
+        ``"max_wall_s"``), ``wall_s``, ``steps_per_s``, the last iteration's ``stats`` and the
+        paths written.
     """
     import sys
 
@@ -633,6 +640,10 @@ def train_from_config(
         # The checkpoint's config is the one the RLlib state was saved with (config.json is
         # rewritten only once a resume has restored it).
         cfg = load_config(config, ckpt["config"])
+        from ccgym.train.loop import warn_config_changes
+
+        # As the other trainers do: one warning line listing each setting given that differs.
+        warn_config_changes(ckpt["config"], cfg, out)
     else:
         cfg = load_config(config, DEFAULT_CONFIG)
     train = cfg["train"]
@@ -656,6 +667,8 @@ def train_from_config(
         try:
             algo.restore_from_path(str((out / "rllib").resolve()))
             counters.update(json.loads((out / "progress.json").read_text()))
+            for key in END_KEYS:  # how the last session ended, not this one
+                counters.pop(key, None)
         except BaseException:
             algo.stop()
             raise
@@ -676,6 +689,7 @@ def train_from_config(
     max_wall = float(train.get("max_wall_s", 0) or 0)
     t0, wall0, steps0 = time.perf_counter(), float(counters["wall_s"]), int(counters["env_steps"])
     stats: dict[str, float] = {}
+    stopped: str | None = None
     stall_s = float(train.get("stall_s", 600) or 0)
     trained, trained_at = -1.0, time.perf_counter()
     try:
@@ -717,6 +731,8 @@ def train_from_config(
                 _save_checkpoint(out, cfg, algo, counters, dims)
                 (out / "progress.json").write_text(json.dumps(counters) + "\n")
             if max_wall > 0 and counters["wall_s"] >= max_wall:
+                if counters["env_steps"] < target:
+                    stopped = "max_wall_s"
                 break
     except KeyboardInterrupt:  # Ctrl-C: keep what was learnt, say how to go on
         from ccgym.train.loop import TrainingInterrupted
@@ -728,9 +744,14 @@ def train_from_config(
     except BaseException:
         algo.stop()
         raise
+    # Whether the run reached train.env_steps, or why not ("max_wall_s"): in the result and
+    # in progress.json, so that a run stopped early does not look complete.
+    end: dict[str, Any] = {"complete": stopped is None}
+    if stopped is not None:
+        end["stopped"] = stopped
     try:
         ckpt = _save_checkpoint(out, cfg, algo, counters, dims)
-        (out / "progress.json").write_text(json.dumps(counters) + "\n")
+        (out / "progress.json").write_text(json.dumps({**counters, **end}) + "\n")
     finally:
         algo.stop()
     elapsed = counters["wall_s"] - wall0
@@ -738,6 +759,7 @@ def train_from_config(
         "algorithm": ALGORITHM,
         "iterations": counters["iterations"],
         "env_steps": counters["env_steps"],
+        **end,
         "wall_s": counters["wall_s"],
         "steps_per_s": (counters["env_steps"] - steps0) / elapsed if elapsed > 0 else 0.0,
         "checkpoint": str(ckpt),

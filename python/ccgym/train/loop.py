@@ -658,8 +658,10 @@ def train(
         scenarios: how the config names its training scenarios.
 
     Returns:
-        ``algorithm``, ``updates``, ``decisions``, ``episodes``, ``wall_s``, the ``stats`` of
-        the last update and the paths written (``checkpoint``, ``policy`` when exported).
+        ``algorithm``, ``updates``, ``decisions``, ``episodes``, ``complete`` (false when
+        ``train.max_wall_s`` stopped the run before ``train.updates``; ``stopped`` then says
+        ``"max_wall_s"``), ``wall_s``, the ``stats`` of the last update and the paths written
+        (``checkpoint``, ``policy`` when exported).
 
     Raises:
         TrainingInterrupted: Ctrl-C or SIGTERM, after the checkpoint was saved.
@@ -742,6 +744,7 @@ def train(
                 save_atomic(out / "checkpoints" / f"ckpt-u{update:05d}-d{decisions}.pt", state)
 
     stats: dict[str, float] = {}
+    stopped: str | None = None
     interrupted = False
     try:
         with _sigterm_interrupts(), _progress(name, progress, target) as bar:
@@ -780,6 +783,8 @@ def train(
                 info = "  ".join(f"{k} {stats[k]:.3g}" for k in learner.progress_keys if k in stats)
                 bar.update(task, completed=update, info=f"decisions {decisions:,}  {info}")
                 if max_wall > 0 and wall() >= max_wall:
+                    if update < target:
+                        stopped = "max_wall_s"
                     break
                 if every > 0 and update % every == 0 and update < target:
                     save(tag=True)
@@ -795,6 +800,9 @@ def train(
         "updates": update,
         "decisions": decisions,
         "episodes": episodes,
+        # A run that train.max_wall_s stopped before train.updates does not look complete.
+        "complete": stopped is None,
+        **({"stopped": stopped} if stopped is not None else {}),
         "wall_s": wall(),
         "checkpoint": str(ckpt_path),
         "stats": stats,
