@@ -275,3 +275,26 @@ def test_a_training_scenario_may_change_its_own_agent_table() -> None:
     assert own["agent"]["features"] == plain["agent"]["features"] == ["action", "adpg"]
     exported = adpg.export_policy(adpg.Policy(4, cfg["train"]["hidden"]), cfg)
     assert "initial_rate" not in exported["meta"]["agent"]
+
+
+def test_resume_with_more_updates_continues_the_annealed_lr(tmp_path: Path) -> None:
+    """anneal_lr and a resume that raises train.updates: the rate goes on falling from the one
+    the checkpoint reached, to 0 after the new last update (it used to restart over the new
+    total: 3.75e-5 at update 80 of 80, then 6e-4 at update 81 of 100). A resume that keeps the
+    total keeps the schedule."""
+    cfg = load_config(SMALL, adpg.DEFAULT_CONFIG)
+    cfg["train"].update(updates=2, checkpoint_every=0, lr=0.003, anneal_lr=True)
+    run = tmp_path / "run"
+    adpg.train_from_config(cfg, run, progress=False)
+    with pytest.warns(loop.ResumeConfigWarning, match=r"train\.updates = 2 -> 4"):
+        adpg.train_from_config({"train": {"updates": 4}}, run, resume=True, progress=False)
+    lrs = [h["lr"] for h in _history(run)]
+    np.testing.assert_allclose(lrs, [0.003, 0.0015, 0.001, 0.0005], rtol=1e-12)
+    assert torch.load(run / "checkpoint.pt", weights_only=False)["extra"]["lr_anchor"] == [2, 0.5]
+    # the schedule of a run, and of a resume that keeps its total
+    assert (
+        adpg.anneal_fraction(80, 80) == pytest.approx(1 / 80) and adpg.anneal_fraction(1, 80) == 1
+    )
+    for u in (81, 90, 100):
+        assert adpg.anneal_fraction(u, 100, (80, 1 / 80)) < 1 / 80
+    assert adpg.anneal_fraction(101, 100, (80, 1 / 80)) == 0.0

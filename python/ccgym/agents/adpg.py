@@ -63,7 +63,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "loss_batch": 0,  # agents per loss (random subset); 0 = all [C: optional]
         "gamma": 0.99,  # [C]
         "lr": 0.01,  # Adam [C]
-        "anneal_lr": False,  # [X] CleanRL option: lr falls linearly to 0 at the last update
+        # [X] CleanRL option: lr falls linearly to 0 at the last update (a resume with more
+        # updates goes on from the rate it had reached: anneal_fraction)
+        "anneal_lr": False,
         "adam_eps": 1e-5,  # [C]
         "clip_value": 0.5,  # element-wise gradient clipping [C]
         "reward_coef": 1.0,  # c_r [C]
@@ -223,6 +225,18 @@ def adpg_loss(
 # --------------------------------------------------------------------------------------------
 
 
+def anneal_fraction(update: int, total: int, anchor: tuple[int, float] = (1, 1.0)) -> float:
+    """The fraction of ``train.lr`` that ``anneal_lr`` gives update ``update`` (from 1) of a
+    run of ``total`` updates: linear, ``anchor[1]`` at update ``anchor[0]``, 0 after update
+    ``total``. A run's anchor is ``(1, 1.0)`` (``1 - (update - 1) / total``); a resume that
+    changes ``total`` anchors at the checkpoint's last update and its rate, so that the rate
+    keeps falling."""
+    first, frac = anchor
+    if first <= 1 and frac == 1.0:
+        return 1.0 - (update - 1.0) / total
+    return frac * (total + 1 - update) / max(total + 1 - first, 1)
+
+
 class ADPG(loop.Learner):
     """ADPG's rollout schedule and update around :class:`Policy` and :func:`adpg_loss`."""
 
@@ -238,11 +252,26 @@ class ADPG(loop.Learner):
             self.policy.parameters(), lr=float(self.settings["lr"]), eps=self.settings["adam_eps"]
         )
         self.weights = self.policy.numpy_weights()
+        self.lr_anchor: tuple[int, float] = (1, 1.0)
+
+    def extra_state(self) -> dict[str, Any]:
+        """The ``anneal_lr`` schedule's anchor (see :func:`anneal_fraction`)."""
+        return {"lr_anchor": list(self.lr_anchor)}
 
     def restore(self, checkpoint: Mapping[str, Any]) -> None:
-        """Loads a checkpoint's model and optimiser (and the rollout's numpy weights)."""
+        """Loads a checkpoint's model and optimiser (and the rollout's numpy weights). A
+        resume that changes ``train.updates`` re-anchors the ``anneal_lr`` schedule: it goes on
+        from the rate of the checkpoint's last update down to 0 after the new last update,
+        instead of restarting over the new total (a jump up of the rate)."""
         super().restore(checkpoint)
         self.weights = self.policy.numpy_weights()
+        saved = (checkpoint.get("extra") or {}).get("lr_anchor", (1, 1.0))
+        anchor = (int(saved[0]), float(saved[1]))
+        done = int(checkpoint["update"])
+        saved_total = int(checkpoint["config"]["train"]["updates"])
+        if int(self.settings["updates"]) != saved_total and done >= 1:
+            anchor = (done, anneal_fraction(done, saved_total, anchor))
+        self.lr_anchor = anchor
 
     def act(self, obs: np.ndarray, deterministic: bool = False) -> PolicyOutput:
         """The deterministic policy's actions (numpy forward pass; the loss recomputes them)."""
@@ -283,7 +312,7 @@ class ADPG(loop.Learner):
             float(s["action_coef"]),
         )
         if s.get("anneal_lr", False):
-            frac = 1.0 - (update - 1.0) / int(s["updates"])
+            frac = anneal_fraction(update, int(s["updates"]), self.lr_anchor)
             for group in self.optimizer.param_groups:
                 group["lr"] = frac * float(s["lr"])
         self.optimizer.zero_grad()
@@ -380,6 +409,7 @@ __all__ = [
     "Policy",
     "adpg_loss",
     "agent_sequences",
+    "anneal_fraction",
     "export_checkpoint",
     "export_policy",
     "numpy_act",
