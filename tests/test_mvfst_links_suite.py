@@ -113,3 +113,50 @@ def test_a_policer_s_drops_do_not_count_as_throughput() -> None:
     assert 0.95 < s["thr_mbps"] < 1.1
     # Without a policer the same sender is credited with the port's rate.
     assert abs(mvfst.scores(ccgym.run(LINK, cc="line_rate"))["thr_mbps"] - 2.64) < 0.01
+
+
+def test_the_history_suite_reads_env_steps_into_its_jobs_and_cache_keys(
+    tmp_path, monkeypatch
+) -> None:
+    """mvfst-history's step count is the suite file's env_steps (default HISTORY_ENV_STEPS),
+    handed to each training and part of its cache key: a short run is never reused by a full
+    one. Other tables refuse the key. (No training runs here.)"""
+    from ccgym import ScenarioError
+    from ccgym.bench import runner
+
+    bundled = (runner.SUITE_DIR / "mvfst-history.toml").read_text()
+    short = tmp_path / "short.toml"
+    short.write_text("env_steps = 5000\nseeds = [1]\n" + bundled.replace("seeds = [1, 2]\n", ""))
+    full = runner.load_suite("mvfst-history")
+    assert full["settings"] == {"env_steps": mvfst.HISTORY_ENV_STEPS}
+    cut = runner.load_suite(short)
+    assert cut["settings"] == {"env_steps": 5000}
+    full_jobs = {(j.method, j.seed): j for j in runner.suite_jobs(full)}
+    for job in runner.suite_jobs(cut):
+        assert job.settings == {"env_steps": 5000}
+        assert job.key != full_jobs[(job.method, job.seed)].key
+    # the default follows the constant (read when the suite is loaded), and so does the key
+    monkeypatch.setattr(mvfst, "HISTORY_ENV_STEPS", 5000)
+    patched = runner.suite_jobs(runner.load_suite("mvfst-history"))
+    assert patched[0].key == runner.suite_jobs(cut)[0].key != full_jobs[(patched[0].method, 1)].key
+    # the job hands the count to the training
+    seen = {}
+
+    def fake(scenario, overrides, method, env_steps=None):
+        seen["env_steps"] = env_steps
+        return {"metrics": {}}
+
+    monkeypatch.setattr(mvfst, "run_history_job", fake)
+    job = runner.suite_jobs(cut)[0]
+    runner.run_job(*runner._job_args(job))
+    assert seen == {"env_steps": 5000}
+    # another table, or a count below 1, is refused
+    other = tmp_path / "other.toml"
+    other.write_text(
+        'env_steps = 5\nmethods = ["cubic"]\n[[scenario]]\nscenario = "dumbbell-wan"\n'
+    )
+    with pytest.raises(ScenarioError, match="read by table 'mvfst-history' only"):
+        runner.load_suite(other)
+    short.write_text(short.read_text().replace("env_steps = 5000", "env_steps = 0"))
+    with pytest.raises(ScenarioError, match="env_steps must be an integer >= 1"):
+        runner.load_suite(short)

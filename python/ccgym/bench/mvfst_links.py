@@ -216,7 +216,8 @@ HISTORY_COLUMNS = (
 """(metric key, column title, format) of the ``mvfst-history`` table."""
 
 HISTORY_ENV_STEPS = 60_000
-"""Environment steps of one ``mvfst-history`` training (short: the curves' first part)."""
+"""Environment steps of one ``mvfst-history`` training (short: the curves' first part): the
+default of the suite file's ``env_steps`` key, which is part of each run's cache key."""
 
 
 def history_method(method: str) -> tuple[int, bool]:
@@ -260,8 +261,11 @@ def history_config(
     return cfg
 
 
-def run_history_job(scenario: str, overrides: Sequence[str], method: str) -> dict[str, Any]:
-    """One short training of the ``mvfst-history`` table (RLlib's IMPALA, a local Ray): its
+def run_history_job(
+    scenario: str, overrides: Sequence[str], method: str, env_steps: int | None = None
+) -> dict[str, Any]:
+    """One short training of the ``mvfst-history`` table (RLlib's IMPALA, a local Ray) of
+    ``env_steps`` steps (the suite's ``env_steps``; default :data:`HISTORY_ENV_STEPS`): its
     reward curve (``curve``: environment steps and reward per step per iteration) and the
     first and last tenth's mean reward per step."""
     import tempfile
@@ -269,7 +273,7 @@ def run_history_job(scenario: str, overrides: Sequence[str], method: str) -> dic
     from ccgym.agents import impala
 
     t0 = time.perf_counter()
-    cfg = history_config(scenario, overrides, method)
+    cfg = history_config(scenario, overrides, method, env_steps)
     with tempfile.TemporaryDirectory(prefix="mvfst-history-") as tmp:
         result = impala.train_from_config(cfg, tmp, progress=False)
         lines = (Path(tmp) / "history.jsonl").read_text().splitlines()

@@ -103,6 +103,7 @@ class Job:
     key: str = ""
     scores: str = "standard"  # which metrics run_job computes: the suite's table
     preset: dict[str, Any] | None = None  # the method's preset ({"cc", "overrides"}), if any
+    settings: dict[str, Any] | None = None  # the table's own suite settings (TABLE_SETTINGS)
 
 
 @dataclass
@@ -174,6 +175,7 @@ def load_suite(spec: str | os.PathLike[str]) -> dict[str, Any]:
         table_spec(suite.setdefault("table", "standard"))
     except ScenarioError as e:
         raise ScenarioError(f"{path}: {e}") from None
+    _table_settings(suite, path)
     acc = [name for name, p in (suite.get("presets") or {}).items() if "acc" in p]
     if acc and suite["table"] != "acc":  # elsewhere nothing would read it: the run is static
         raise ScenarioError(
@@ -199,8 +201,42 @@ SUITE_KEYS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "table": (str, "a string"),
     "scenario": (list, "an array of tables, [[scenario]]"),
     "method_grid": (str, "a string"),
+    "env_steps": (int, "an integer >= 1"),
 }
 """The keys of a suite file's top level, with their TOML types."""
+
+TABLE_SETTINGS: dict[str, dict[str, Callable[[], Any]]] = {
+    # environment steps of each training (bench/mvfst_links.py: HISTORY_ENV_STEPS)
+    "mvfst-history": {"env_steps": lambda: _history_env_steps()},
+}
+"""Top-level suite keys that only one table reads, with their defaults (read when the suite is
+loaded): a run's :attr:`Job.settings`, passed to its job and part of its cache key."""
+
+
+def _history_env_steps() -> int:
+    from ccgym.bench.mvfst_links import HISTORY_ENV_STEPS
+
+    return HISTORY_ENV_STEPS
+
+
+def _table_settings(suite: dict[str, Any], path: Path) -> None:
+    """Checks the table-specific keys of a suite and fills in their defaults
+    (``suite["settings"]``)."""
+    table = suite["table"]
+    own = TABLE_SETTINGS.get(table, {})
+    for key in {k for keys in TABLE_SETTINGS.values() for k in keys}:
+        if key in suite and key not in own:
+            tables = [t for t, keys in TABLE_SETTINGS.items() if key in keys]
+            raise ScenarioError(
+                f"{path}: {key} is read by table {' or '.join(map(repr, tables))} only, "
+                f"not by table {table!r}"
+            )
+    settings = {key: suite.get(key, default()) for key, default in own.items()}
+    steps = settings.get("env_steps")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        raise ScenarioError(f"{path}: env_steps must be an integer >= 1, not {steps!r}")
+    suite["settings"] = settings
+
 
 SCENARIO_KEYS: dict[str, tuple[type, str]] = {
     "label": (str, "a string"),
@@ -270,11 +306,19 @@ def suite_jobs(suite: dict[str, Any]) -> list[Job]:
                 label = sc.get("label") or str(data.get("name", sc["scenario"]))
                 job = Job(label, sc["scenario"], all_overrides, method, seed, sc.get("published"))
                 job.scores = suite.get("table") or "standard"
+                job.settings = dict(suite.get("settings") or {}) or None
                 if preset is None:
-                    job.key = run_key(data, method, seed, job.scores)
+                    job.key = run_key(data, method, seed, job.scores, settings=job.settings)
                 else:
                     job.preset = preset
-                    job.key = run_key(data, preset["cc"], seed, job.scores, preset={method: preset})
+                    job.key = run_key(
+                        data,
+                        preset["cc"],
+                        seed,
+                        job.scores,
+                        preset={method: preset},
+                        settings=job.settings,
+                    )
                 jobs.append(job)
     return jobs
 
@@ -381,10 +425,12 @@ def run_key(
     seed: int,
     scores: str = "standard",
     preset: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> str:
     """The cache key of one run (``scores``: the metrics it computes, see :func:`run_job`;
     ``preset``: ``{name: {"cc", "overrides"}}`` of a preset method, whose scenario ``data``
-    already carries the CC and the overrides)."""
+    already carries the CC and the overrides; ``settings``: the table's suite settings, such
+    as ``mvfst-history``'s ``env_steps``)."""
     method_id = method
     if method.startswith(POLICY_PREFIX):
         from ccgym.policies import policy_path
@@ -394,6 +440,8 @@ def run_key(
     ident = {"scenario": data, "method": method_id, "seed": seed, "code": code_version()}
     if preset is not None:  # list-form methods keep the keys they had before presets
         ident["preset"] = preset
+    if settings:  # tables without settings keep the keys they had
+        ident["settings"] = dict(settings)
     policy_files = _policy_file_hashes(data)
     if policy_files:  # runs that name no policy file keep the keys they had
         ident["policy_files"] = policy_files
@@ -492,11 +540,13 @@ def run_job(
     method: str,
     scores: str = "standard",
     preset: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run one job (in a worker process) and return its metrics and summary.
 
     ``scores="long-short"`` adds the long-short scores (:func:`ccgym.bench.longshort.scores`).
     ``preset``: the method's preset (``{"cc", "overrides"}``, see the module doc).
+    ``settings``: the table's suite settings (:data:`TABLE_SETTINGS`).
     """
     if scores.startswith("hopass"):  # a HOPASS experiment, run in slots (bench/hopass_slow.py)
         from ccgym.bench.hopass_slow import run_hopass_job
@@ -521,7 +571,7 @@ def run_job(
     if scores == "mvfst-history":  # short IMPALA trainings by action history
         from ccgym.bench.mvfst_links import run_history_job
 
-        return run_history_job(scenario, overrides, method)
+        return run_history_job(scenario, overrides, method, **dict(settings or {}))
     if scores == "friendliness":  # one flow against others, or one kind on different RTTs
         from ccgym.bench.friendliness import run_friendliness_job
 
@@ -587,6 +637,8 @@ def run_job(
 
 def _job_args(job: Job) -> tuple[Any, ...]:
     """The arguments of :func:`run_job` for ``job``, the same for every way of running it."""
+    if job.settings:
+        return (job.scenario, job.overrides, job.method, job.scores, job.preset, job.settings)
     if job.preset is not None:
         return (job.scenario, job.overrides, job.method, job.scores, job.preset)
     return (job.scenario, job.overrides, job.method, job.scores)
