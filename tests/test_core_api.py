@@ -163,6 +163,23 @@ def test_save_writes_summary_and_documented_parquet_tables(tmp_path: Path) -> No
     assert set(back.series) == set(TABLE_COLUMNS)
 
 
+def test_save_into_a_used_folder_leaves_no_table_of_the_earlier_run(tmp_path: Path) -> None:
+    # `ccgym run X --out d`, then the same with flow series off: `d/flows.parquet` of the first
+    # run must not come back with the second's summary.
+    first = ccgym.run(mixed_scenario())
+    assert {"flows", "messages"} <= set(first.series)
+    first.save(tmp_path / "run")
+    second = ccgym.run(mixed_scenario(), overrides=["metrics.flow_series=false"])
+    assert "flows" not in second.series
+    second.save(tmp_path / "run")
+    assert not (tmp_path / "run" / "flows.parquet").exists()
+    (tmp_path / "run" / "mine.parquet").write_bytes(b"")  # a file of one's own stays
+    second.save(tmp_path / "run")
+    assert (tmp_path / "run" / "mine.parquet").exists()
+    (tmp_path / "run" / "mine.parquet").unlink()
+    assert set(Result.load(tmp_path / "run").series) == set(second.series)
+
+
 # --------------------------------------------------------------------------- (c) bad inputs
 
 

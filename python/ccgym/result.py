@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 SUMMARY_FILE = "summary.json"
 SCENARIO_FILE = "scenario.json"
 TIMING_FILE = "timing.json"
+# Every table a run can produce (the native module's; ``flows``, ``messages`` and ``ecn`` only
+# in some runs). ``save`` removes the files of those this result lacks, which an earlier save
+# into the same folder left, so that ``load`` does not return another run's table.
+RESULT_TABLES = ("ports", "port_info", "flow_info", "flows", "messages", "ecn")
 
 
 @dataclass(repr=False)
@@ -61,10 +65,14 @@ class Result:
         """Write the result to ``out_dir`` (created if needed) and return its path.
 
         Files: ``summary.json``, ``scenario.json``, ``timing.json`` and one ``<table>.parquet``
-        per series table.
+        per series table. A result table's file that this result does not have (``flows.parquet``
+        from an earlier run saved there with flow series, say) is removed.
         """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        for name in RESULT_TABLES:
+            if name not in self.series:
+                (out / f"{name}.parquet").unlink(missing_ok=True)
         _write_json(out / SUMMARY_FILE, self.summary)
         _write_json(out / SCENARIO_FILE, self.scenario)
         _write_json(out / TIMING_FILE, self.timing)
