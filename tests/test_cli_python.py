@@ -388,6 +388,24 @@ def test_cli_missing_file_is_one_red_line() -> None:
     assert proc.stdout == ""
 
 
+def test_cdf_file_beside_the_scenario_needs_no_slash(tmp_path: Path) -> None:
+    # `cdf = "my.cdf"` names the file next to the TOML file (docs/scenarios.md: a bundled name
+    # or a file path, relative paths against the scenario's folder); it was taken for an
+    # unknown bundled name.
+    (tmp_path / "my.cdf").write_text("# sizes\n1000 0.5\n10000 1.0\n")
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'duration = "1ms"\n[topology]\nkind = "star"\nhosts = 3\n'
+        '[[workload]]\nkind = "poisson"\nload = 0.5\ncdf = "my.cdf"\n'
+    )
+    result = ccgym.run(str(path))
+    assert result.summary["flows"]["count"] > 0
+    assert result.scenario["workload"][0]["cdf"] == str((tmp_path / "my.cdf").resolve())
+    assert set(result.series["flow_info"]["size_bytes"]) <= set(range(1000, 10001))
+    with pytest.raises(ccgym.ScenarioError, match="unknown workload CDF and no such file"):
+        ccgym.run(str(path), overrides=["workload[0].cdf=other.cdf"])
+
+
 def test_cli_bad_cdf_and_bad_override(tmp_path: Path) -> None:
     path = tmp_path / "s.toml"
     path.write_text('[[workload]]\nkind = "poisson"\ncdf = "nope"\n')

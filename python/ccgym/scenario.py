@@ -294,15 +294,18 @@ def _resolve_workload_cdfs(data: dict[str, Any], base_dir: Path) -> None:
             continue
         cdf: str = workload["cdf"]
         field = f"workload[{i}].cdf"
+        bundled = WORKLOAD_DIR / f"{cdf}.txt"
+        own = Path(cdf) if Path(cdf).is_absolute() else base_dir / cdf
         if "/" not in cdf and "\\" not in cdf and not cdf.endswith(".txt"):
-            path = WORKLOAD_DIR / f"{cdf}.txt"
-            if not path.is_file():
+            # A bundled name, or else a file beside the scenario ("my.cdf")
+            if bundled.is_file():
+                workload["cdf"] = str(bundled)
+            elif own.is_file():
+                workload["cdf"] = str(own.resolve())
+            else:
                 raise ScenarioError(
-                    f'{field}: value "{cdf}": unknown workload CDF; known names: '
-                    + ", ".join(bundled_workloads())
+                    f'{field}: value "{cdf}": unknown workload CDF and no such file ({own}); '
+                    "known names: " + ", ".join(bundled_workloads())
                 )
-            workload["cdf"] = str(path)
-        else:
-            path = Path(cdf) if Path(cdf).is_absolute() else base_dir / cdf
-            if not path.is_file():
-                raise ScenarioError(f'{field}: value "{cdf}": file not found ({path})')
+        elif not own.is_file():
+            raise ScenarioError(f'{field}: value "{cdf}": file not found ({own})')
