@@ -284,8 +284,9 @@ def base_scenario(draw: st.DrawFn) -> tuple[dict[str, Any], Plan]:
     plan.at("metrics.window", [w0, 1.0])
     plan.at("metrics.sample_interval", draw(st.sampled_from([0.01, 0.05, 0.2])))
     for i, link in enumerate(sc.get("link", [])):
-        for j, _ in enumerate(link.get("schedule", [])):
-            plan.at(f"link[{i}].schedule[{j}].at", 0.3 + 0.3 * j)
+        steps = link.get("schedule", [])
+        for j, _ in enumerate(steps):  # spread inside the run: a step past its end is an error
+            plan.at(f"link[{i}].schedule[{j}].at", 0.9 * (j + 1) / (len(steps) + 1))
     # Bundled timeouts are milliseconds to seconds; keep some so that timeouts can fire.
     if draw(st.booleans()):
         sc.setdefault("host", {})["rto"] = draw(st.sampled_from(["20us", "100us", "1ms"]))
