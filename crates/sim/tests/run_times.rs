@@ -150,16 +150,3 @@ fn malformed_relative_times_are_errors_naming_the_field() {
     let e = error_of(&sc);
     assert!(e.starts_with("workload[0].stop") && e.contains("must not be before the start"), "{e}");
 }
-
-#[test]
-fn a_link_schedule_step_past_the_end_is_named() {
-    // A step the run never reaches would leave the link at its earlier rate
-    // without a word; it is named with the other late times.
-    let mut sc = relative("4ms");
-    sc["link"] = json!([{"from": "h1", "to": "sw0", "schedule": [{"at": "1ms", "rate": "5Gbps"}, {"at": "9ms", "rate": "2Gbps"}]}]);
-    let e = error_of(&sc);
-    assert!(e.starts_with("link[0].schedule[1].at: value \"9ms\": is after the end of the run"), "{e}");
-    assert!(e.contains("make duration at least 9ms"), "{e}");
-    sc["link"][0]["schedule"][1]["at"] = json!("3ms");
-    build(&sc).expect("a step inside the run");
-}

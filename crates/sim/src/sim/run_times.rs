@@ -1,5 +1,5 @@
-//! The times of a run against its `duration`: the metrics window, the
-//! workloads' start and stop times and the `[[link]]` rate schedules' steps.
+//! The times of a run against its `duration`: the metrics window and the
+//! workloads' start and stop times.
 //!
 //! Each of them may be written from the start of the run ("170ms") or
 //! relative to it ("85%", "end", see [`RunTime`]); relative ones follow
@@ -113,19 +113,6 @@ fn late_times(sc: &Scenario) -> Vec<Late> {
             }
         }
     }
-    for (i, link) in sc.link.iter().enumerate() {
-        // A step after the end would never apply: the run ends at the rate before it.
-        for (j, step) in link.schedule.iter().flatten().enumerate() {
-            if step.at.0 > d {
-                late.push(Late {
-                    field: format!("link[{i}].schedule[{j}].at"),
-                    value: format!("\"{}\"", fmt_time(step.at.0)),
-                    what: "is after the end of the run, so the step would never apply",
-                    fix: before_end(),
-                });
-            }
-        }
-    }
     late
 }
 
@@ -151,6 +138,5 @@ fn latest_time(sc: &Scenario) -> Time {
             times.extend(fl.stop);
         }
     }
-    let steps = sc.link.iter().flat_map(|l| l.schedule.iter().flatten().map(|s| s.at.0));
-    times.into_iter().filter(|t| !t.is_relative()).map(|t| t.at(d)).chain(steps).max().unwrap_or(d).max(d)
+    times.into_iter().filter(|t| !t.is_relative()).map(|t| t.at(d)).max().unwrap_or(d).max(d)
 }
