@@ -5,6 +5,7 @@ mid-run."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +119,17 @@ def test_a_trace_is_read_relative_to_the_scenario_file(tmp_path: Path) -> None:
 def test_bad_link_entries_raise_scenario_error(entry: dict[str, Any], field: str) -> None:
     with pytest.raises(ScenarioError, match=field.replace("[", "\\[").replace("]", "\\]")):
         ccgym.run(uplink(link=[entry]))
+
+
+def test_a_schedule_step_after_the_end_is_named_in_a_warning() -> None:
+    # dumbbell-wan-varying drops its bottleneck to 20 Mb/s at 8 s and back at 14 s: a 3 s run
+    # reaches neither step. It runs (a quick look at a shortened scenario is not a mistake),
+    # but says which steps never apply; a run long enough for them says nothing.
+    short = ["duration=3s", "metrics.window=['0s', 'end']"]
+    with pytest.warns(ccgym.LateScheduleWarning, match=r"link\[0\]\.schedule\[0\]\.at = 8s"):
+        ccgym.run("dumbbell-wan-varying", overrides=short)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ccgym.LateScheduleWarning)
+        ccgym.run(
+            "dumbbell-wan-varying", overrides=["duration=15s", "metrics.window=['0s', 'end']"]
+        )

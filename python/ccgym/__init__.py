@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ccgym._errors import CorruptFileError, CorruptFileWarning, ScenarioError
-from ccgym.runner import LargeRunWarning, estimate, run
+from ccgym.runner import LargeRunWarning, LateScheduleWarning, estimate, run
 from ccgym.scenario import bundled_scenarios, bundled_workloads, load_scenario
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ __all__ = [
     "CorruptFileError",
     "CorruptFileWarning",
     "LargeRunWarning",
+    "LateScheduleWarning",
     "Result",
     "ScenarioError",
     "__version__",

@@ -35,6 +35,11 @@ class ResumeConfigWarning(UserWarning):
     the message lists them (shown as one ``warning:`` line by the command line)."""
 
 
+class LateScheduleWarning(UserWarning):
+    """A ``[[link]]`` rate-schedule step lies after the end of the run, so it never applies
+    (usually a scenario run shorter than written: a step's time cannot follow ``duration``)."""
+
+
 class PerfError(RuntimeError):
     """A benchmark child process of ``ccgym perf`` failed (:mod:`ccgym.perf` raises it; it is
     defined here so that the command line can catch it without importing the benchmark)."""

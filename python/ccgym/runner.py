@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ccgym._errors import LateScheduleWarning
 from ccgym.scenario import ScenarioSpec, load_scenario
 
 if TYPE_CHECKING:
@@ -156,6 +157,21 @@ def simulate(
     )
 
 
+def late_schedule_steps(data: dict[str, Any], end_ps: int) -> list[str]:
+    """The ``[[link]]`` schedule steps of scenario ``data`` after ``end_ps``, as
+    ``link[I].schedule[J].at = TIME``."""
+    from ccgym.units import parse_time_ps
+
+    late = []
+    for i, link in enumerate(data.get("link") or []):
+        steps = link.get("schedule") if isinstance(link, dict) else None
+        for j, step in enumerate(steps if isinstance(steps, list) else []):
+            at = step.get("at") if isinstance(step, dict) else None
+            if at is not None and parse_time_ps(at) > end_ps:
+                late.append(f"link[{i}].schedule[{j}].at = {at}")
+    return late
+
+
 def _simulate(
     scenario: ScenarioSpec,
     overrides: Iterable[str] | None,
@@ -183,6 +199,14 @@ def _simulate(
             stacklevel=warn_stacklevel,
         )
     end = int(sim.end_ps)
+    late = late_schedule_steps(data, end)
+    if late:
+        warnings.warn(
+            f"{data.get('name', 'scenario')}: rate-schedule steps after the end of the run "
+            f"never apply: {', '.join(late)}",
+            LateScheduleWarning,
+            stacklevel=warn_stacklevel,
+        )
     step = max(end // PROGRESS_STEPS, 1)
 
     t_run = time.perf_counter()

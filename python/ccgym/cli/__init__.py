@@ -25,6 +25,7 @@ from ccgym._errors import (
     CorruptFileError,
     CorruptFileWarning,
     InternalError,
+    LateScheduleWarning,
     PerfError,
     ResumeConfigWarning,
     ScenarioError,
@@ -90,7 +91,11 @@ ShowWarning = Callable[[Warning | str, type[Warning], str, int, TextIO | None, s
 
 def _one_line_warnings(
     fallback: ShowWarning,
-    one_line: tuple[type[Warning], ...] = (CorruptFileWarning, ResumeConfigWarning),
+    one_line: tuple[type[Warning], ...] = (
+        CorruptFileWarning,
+        ResumeConfigWarning,
+        LateScheduleWarning,
+    ),
 ) -> ShowWarning:
     """A ``warnings.showwarning`` for the command line: ccgym's own warnings (a damaged file
     skipped or repaired, or the ``one_line`` categories) as one yellow ``warning: ...`` line,
@@ -125,7 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_command(
     args: argparse.Namespace,
-    one_line: tuple[type[Warning], ...] = (CorruptFileWarning, ResumeConfigWarning),
+    one_line: tuple[type[Warning], ...] = (
+        CorruptFileWarning,
+        ResumeConfigWarning,
+        LateScheduleWarning,
+    ),
 ) -> int:
     """Runs a parsed command, ``args.func(args)``, as the ``ccgym`` command does: user mistakes
     (:class:`ScenarioError`, :class:`CorruptFileError`, :class:`OSError`) as one ``error: ...``
