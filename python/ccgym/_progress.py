@@ -65,10 +65,10 @@ def _clock(seconds: float) -> str:
 class PlainProgress:
     """Progress for a log file, with the part of :class:`rich.progress.Progress`'s interface
     the trainers use (a context manager, ``add_task``, ``update``): a line on stderr,
-    ``TITLE: UNIT k/N, 0:01:05, INFO`` (INFO: the task's field ``info_field``), when a task
-    first reports, then at most one every ``every_s`` seconds, and always when it completes.
-    (The bench's ``plain_progress`` counts finished runs one call each; a training reports
-    where it stands, which may start past 0 on resume, with its latest figures.)"""
+    ``TITLE: UNIT k/N, 0:01:05, INFO`` (INFO: the task's field ``info_field``; with
+    ``unit_after``, ``TITLE: k/N UNIT_AFTER, ...``), when a task first reports, then at most one
+    every ``every_s`` seconds, and always when it completes. A training reports where it stands
+    (which may start past 0 on resume); the bench advances one finished run at a time."""
 
     def __init__(
         self,
@@ -78,8 +78,10 @@ class PlainProgress:
         unit: str | None = None,
         info_field: str | None = "info",
         stream: TextIO | None = None,
+        unit_after: str | None = None,
     ) -> None:
         self.title, self.every_s, self.unit, self.info_field = title, every_s, unit, info_field
+        self.unit_after = unit_after
         self.stream = stream
         self.t0 = time.monotonic()
         self.tasks: list[dict[str, Any]] = []
@@ -131,7 +133,12 @@ class PlainProgress:
         count = f"{task['completed']:,g}"
         if task["total"] is not None:
             count += f"/{task['total']:,g}"
-        line = f"{self.title}: {self.unit or task['description']} {count}, {_clock(now - self.t0)}"
+        what = (
+            f"{count} {self.unit_after}"
+            if self.unit_after
+            else f"{self.unit or task['description']} {count}"
+        )
+        line = f"{self.title}: {what}, {_clock(now - self.t0)}"
         info = str(task["fields"].get(self.info_field, "")) if self.info_field else ""
         if info.strip():
             line += f", {info.strip()}"

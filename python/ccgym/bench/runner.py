@@ -61,7 +61,6 @@ import ctypes
 import difflib
 import hashlib
 import json
-import math
 import multiprocessing
 import os
 import signal
@@ -824,25 +823,17 @@ def plain_progress(
     """Progress for a log file (stderr not a terminal: nohup, a redirect), where a bar would be
     nothing or a mess of control codes: plain lines on stderr, ``TITLE: 3/24 runs done, 0:01:05,
     last: LABEL``, one per finished item but at most one every ``every_s`` seconds (the items
-    in between are counted in the next line), and always one for the last item. Called as
-    :func:`progress_bar`'s result is: with a label per finished item, None at the end."""
-    t0 = time.monotonic()
-    done = 0
-    last_line = -math.inf
+    in between are counted in the next line), and always one for the last item
+    (:class:`ccgym._progress.PlainProgress`). Called as :func:`progress_bar`'s result is: with
+    a label per finished item, None at the end."""
+    from ccgym._progress import PlainProgress
+
+    lines = PlainProgress(title, every_s=every_s, info_field="last", unit_after="runs done")
+    task = lines.add_task("runs", total=total)
 
     def step(last: str | None) -> None:
-        nonlocal done, last_line
-        if last is None:
-            return
-        done += 1
-        now = time.monotonic()
-        if done < total and now - last_line < every_s:
-            return
-        elapsed = int(now - t0)
-        clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
-        print(f"{title}: {done}/{total} runs done, {clock}, last: {last}", file=sys.stderr)
-        sys.stderr.flush()
-        last_line = now
+        if last is not None:
+            lines.update(task, advance=1, last=f"last: {last}")
 
     return step
 
